@@ -25,6 +25,11 @@ class SlimfuseError(Exception):
         return f"{self.path}: {text}" if self.path else text
 
 
+class UsageError(SlimfuseError):
+    exit_code = 2
+    problem = "invalid command-line usage"
+
+
 class InputMissingError(SlimfuseError):
     exit_code = 3
     problem = "file not found"

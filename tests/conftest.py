@@ -1,4 +1,4 @@
-"""Shared fixtures: the real photos that ship inside installed packages."""
+"""Shared fixtures: the real photos that ship inside installed packages, and the real model store."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,20 +7,19 @@ import numpy as np
 import pytest
 from PIL import Image
 
-
-def _packaged_photo(module: str, *parts: str) -> Path:
-    mod = __import__(module)
-    return Path(mod.__file__).parent.joinpath(*parts)
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Store
+from slimfuse.samples import sample_path
 
 
 @pytest.fixture(scope="session")
 def grace_hopper_path() -> Path:
-    return _packaged_photo("matplotlib", "mpl-data", "sample_data", "grace_hopper.jpg")
+    return sample_path("grace_hopper")
 
 
 @pytest.fixture(scope="session")
 def astronaut_path() -> Path:
-    return _packaged_photo("skimage", "data", "astronaut.png")
+    return sample_path("astronaut")
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +32,14 @@ def grace_hopper(grace_hopper_path: Path) -> np.ndarray:
 def astronaut(astronaut_path: Path) -> np.ndarray:
     """512x512 RGB uint8, one face."""
     return np.asarray(Image.open(astronaut_path).convert("RGB"))
+
+
+@pytest.fixture(scope="session")
+def store() -> Store:
+    """The user's real model store (SLIMFUSE_HOME); `make test` fetches every model first."""
+    return Store(notify=lambda message: None)
+
+
+@pytest.fixture(scope="session")
+def pool(store: Store) -> ModelPool:
+    return ModelPool(store)

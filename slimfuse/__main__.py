@@ -1,0 +1,5 @@
+import sys
+
+from slimfuse.cli.main import main
+
+sys.exit(main())

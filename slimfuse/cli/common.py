@@ -1,0 +1,54 @@
+"""What every command shares: the common options, and turning errors into one line and an exit code."""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from slimfuse.errors import InterruptedByUser, SlimfuseError
+from slimfuse.models.store import Store, default_home
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models-dir", type=Path, default=None,
+                        help="a folder searched first for model files (placed by hand)")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("--quiet", action="store_true", help="print only results and errors")
+
+
+def make_store(args: argparse.Namespace) -> Store:
+    quiet = getattr(args, "quiet", False)
+    return Store(home=default_home(), models_dir=args.models_dir, notify=_notifier(quiet))
+
+
+def _notifier(quiet: bool) -> Callable[[str], None]:
+    def notify(message: str) -> None:
+        if not quiet or "warning" in message or "failed" in message:
+            print(message, file=sys.stderr, flush=True)
+
+    return notify
+
+
+def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; errors become `slimfuse: <one line>` and their documented exit code."""
+    try:
+        return command(args)
+    except SlimfuseError as exc:
+        return _report(exc, exc.exit_code, exc.message, args.debug)
+    except KeyboardInterrupt as exc:
+        error = InterruptedByUser(detail="interrupted; no output was written")
+        return _report(exc, error.exit_code, error.message, args.debug)
+    except MemoryError as exc:
+        return _report(exc, 1, "out of memory (try a smaller --target-face-size)", args.debug)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        return _report(exc, 1, f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
+                       args.debug)
+
+
+def _report(exc: BaseException, code: int, message: str, debug: bool) -> int:
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"slimfuse: {message}", file=sys.stderr, flush=True)
+    return code

@@ -1,0 +1,76 @@
+"""`slimfuse models`: list, fetch, verify and locate model files."""
+from __future__ import annotations
+
+import argparse
+
+from slimfuse.cli.common import add_common_options, make_store
+from slimfuse.errors import ModelCorruptError, UsageError
+from slimfuse.models.store import Store
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("models", help="list, fetch, verify or locate models")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="every model: name, kind, licence, size, sha256, location, state")
+    fetch = actions.add_parser("fetch", help="fetch models (all when no NAME is given)")
+    fetch.add_argument("names", nargs="*", metavar="NAME")
+    verify = actions.add_parser("verify", help="check every present model file against its sha256")
+    path = actions.add_parser("path", help="print where model NAME is stored")
+    path.add_argument("name", metavar="NAME")
+    for sub in (listing, fetch, verify, path):
+        add_common_options(sub)
+    parser.set_defaults(command=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = make_store(args)
+    if args.action == "list":
+        return _list(store)
+    if args.action == "fetch":
+        _check_names(store, args.names)
+        for location in store.fetch(args.names or None):
+            print(location)
+        return 0
+    if args.action == "verify":
+        return _verify(store)
+    _check_names(store, [args.name])
+    print(store.location(args.name))
+    return 0
+
+
+def _check_names(store: Store, names: list[str]) -> None:
+    unknown = [name for name in names if name not in store.catalog.names()]
+    if unknown:
+        raise UsageError(detail=f"unknown model {', '.join(unknown)}; known: {', '.join(store.catalog.names())}")
+
+
+def _list(store: Store) -> int:
+    header = ("name", "kind", "licence", "size", "sha256", "state", "location")
+    rows = [header]
+    for name in store.catalog.names():
+        status = store.status(name)
+        spec = status.spec
+        state = "verified" if status.verified else ("CORRUPT" if status.present else "missing")
+        rows.append((name, spec.kind, spec.licence, _size(spec.size), spec.sha256[:16], state, str(status.path)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    return 0
+
+
+def _verify(store: Store) -> int:
+    bad = []
+    for name in store.catalog.names():
+        status = store.status(name)
+        state = "verified" if status.verified else ("FAILED sha256" if status.present else "missing")
+        print(f"{name}: {state}")
+        if status.present and not status.verified:
+            bad.append(name)
+    if bad:
+        raise ModelCorruptError(detail=f"{', '.join(bad)} failed sha256 verification; "
+                                       "run 'slimfuse models fetch' to replace them")
+    return 0
+
+
+def _size(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size / 1e3:.0f} kB"

@@ -1,0 +1,38 @@
+"""Find faces with their meshes: detection, then FaceMesh on each detection."""
+from __future__ import annotations
+
+import numpy as np
+
+from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector
+from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.faces.types import Face
+from slimfuse.models.pool import ModelPool
+
+MESH_MODEL = "face_landmark"
+
+
+class FaceAnalyser:
+    def __init__(self, pool: ModelPool, detector: DetectorOptions = DetectorOptions()) -> None:
+        self.pool = pool
+        self.detector_options = detector
+
+    def faces(self, image: np.ndarray) -> list[Face]:
+        """Every face with its 468-point mesh, largest first."""
+        sessions = {key: self.pool.session(SPECS[key].model)
+                    for key in FaceDetector.models_for(self.detector_options.model)}
+        detector = FaceDetector(sessions, self.detector_options)
+        mesh = FaceMesh(self.pool.session(MESH_MODEL))
+        found = (mesh.landmarks(image, face) for face in detector.detect(image))
+        return [face for face in found if face is not None]
+
+
+def frontalness(face: Face) -> float:
+    """1 for a face looking straight at the camera, falling towards 0 as it turns (yaw) away."""
+    if face.landmarks is None:
+        return 0.0
+    points = face.landmarks[:, :2]
+    # Nose tip against the midpoint of the two cheek edges of the mesh.
+    nose, right_cheek, left_cheek = points[1], points[234], points[454]
+    width = float(np.linalg.norm(left_cheek - right_cheek))
+    offset = float(np.linalg.norm(nose - (left_cheek + right_cheek) / 2))
+    return max(0.0, 1.0 - 2.0 * offset / max(width, 1e-6))

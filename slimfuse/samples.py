@@ -1,0 +1,31 @@
+"""The sample photos slimfuse's demo, tests and benchmarks use: public-domain portraits that ship inside
+matplotlib and scikit-image (the `samples` extra)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from slimfuse.errors import InputMissingError
+
+SAMPLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    # 512x600, one face: US Navy portrait of Grace Hopper (public domain).
+    "grace_hopper": ("matplotlib", ("mpl-data", "sample_data", "grace_hopper.jpg")),
+    # 512x512, one face: NASA portrait of Eileen Collins (public domain).
+    "astronaut": ("skimage", ("data", "astronaut.png")),
+}
+
+
+def sample_path(name: str) -> Path:
+    package, parts = SAMPLES[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise InputMissingError(name, f"sample photo needs the '{package}' package: pip install 'slimfuse[samples]'")
+    path = Path(spec.origin).parent.joinpath(*parts)
+    if not path.is_file():
+        raise InputMissingError(path)
+    return path
+
+
+if __name__ == "__main__":
+    print(sample_path(sys.argv[1]))
