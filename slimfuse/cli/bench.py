@@ -2,8 +2,23 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from slimfuse.cli.common import add_common_options
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("bench", help="measure speed and memory")
-    parser.set_defaults(command=lambda args: 0)
+    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    image = kinds.add_parser("image", help="per-stage latency and peak RSS of the image swap (512 px and 1080p)")
+    image.add_argument("--runs", type=int, default=20, help="runs per stage; the median is reported")
+    image.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    add_common_options(image)
+    parser.set_defaults(command=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from slimfuse.bench import image
+
+    image.run(runs=args.runs, json_path=args.json)
+    return 0

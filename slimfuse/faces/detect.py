@@ -139,10 +139,15 @@ class FaceDetector:
         boxes: list[np.ndarray] = []
         points: list[np.ndarray] = []
         scores: list[np.ndarray] = []
-        for x0, y0, side in tiles(width, height, self.options.tile_size):
-            crop = image[y0:y0 + side, x0:x0 + side]
-            whole = side >= max(width, height)
-            for key in self._models_for_tile(whole):
+        for key in self.models_for(self.options.model):
+            spec = SPECS[key]
+            # Tile sizes scale with the model's input so a face reaches the model at the same size in pixels.
+            tile_size = int(self.options.tile_size * spec.size / FULL_RANGE.size)
+            for x0, y0, side in tiles(width, height, tile_size):
+                whole = side >= max(width, height)
+                if not whole and self.options.model == "auto" and key == "short":
+                    continue  # near faces are the short-range model's job; tiles hold the small, distant ones
+                crop = image[y0:y0 + side, x0:x0 + side]
                 b, k, s = self._run(key, crop)
                 if not whole:
                     b, k, s = _drop_cut_faces(b, k, s, crop.shape, (x0, y0), (width, height))
@@ -156,12 +161,6 @@ class FaceDetector:
                               self.options.nms_iou)
         faces = [Face(box=_clip_box(box, width, height), score=score, keypoints=kps) for box, kps, score in merged]
         return sorted(faces, key=lambda face: -face.size)
-
-    def _models_for_tile(self, whole: bool) -> tuple[str, ...]:
-        if self.options.model != "auto":
-            return (self.options.model,)
-        # Near faces are what the short-range model is for; tiles hold the small, distant ones.
-        return ("short", "full") if whole else ("full",)
 
     def _run(self, key: str, crop: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         spec = SPECS[key]

@@ -33,13 +33,13 @@ class IdentityModel:
     def __init__(self, pool: ModelPool) -> None:
         self.pool = pool
 
-    def _models(self) -> tuple[Any, Any]:
+    def models(self) -> tuple[Any, Any]:
         predictor = self.pool.get(PREDICTOR, lambda path: dlib.shape_predictor(str(path)))
         recognizer = self.pool.get(RECOGNIZER, lambda path: dlib.face_recognition_model_v1(str(path)))
         return predictor, recognizer
 
     def descriptor(self, image: np.ndarray, face: Face) -> np.ndarray:
-        predictor, recognizer = self._models()
+        predictor, recognizer = self.models()
         crop, box = upright_face(image, face)
         rect = dlib.rectangle(*(int(round(v)) for v in box))
         shape = predictor(crop, rect)

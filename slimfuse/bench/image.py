@@ -1,0 +1,153 @@
+"""`slimfuse bench image`: per-stage latency and peak memory of the image swap.
+
+Each target size runs in a fresh process (spawned) so its peak RSS is its own. Stages are timed one by one
+on the same inputs, `runs` times each, and the median is reported.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from slimfuse.config import RunConfig
+from slimfuse.faces.analyse import MESH_MODEL
+from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector
+from slimfuse.faces.identity import PREDICTOR, RECOGNIZER, IdentityModel
+from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.media.image_io import compose_output, read_image, write_image_atomic
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.store import Store
+from slimfuse.samples import sample_path
+
+STAGES = ("read", "detect", "landmarks", "identity", "swap", "blend", "write")
+TARGETS = {"512px": (512, 512), "1080p": (1920, 1080)}
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    target: str
+    width: int
+    height: int
+    model_load_ms: float
+    stage_ms: dict[str, float]
+    swap_total_ms: float
+    """detect + landmarks + swap + blend: one face, models loaded, no file I/O."""
+    peak_rss_mb: float
+
+
+def make_target(name: str, folder: Path) -> Path:
+    """The astronaut photo as a 512-px target, or centred on a 1920x1080 canvas at 2x."""
+    photo = np.asarray(Image.open(sample_path("astronaut")).convert("RGB"))
+    width, height = TARGETS[name]
+    if (width, height) != photo.shape[1::-1]:
+        scaled = cv2.resize(photo, (height, height), interpolation=cv2.INTER_CUBIC)
+        canvas = np.full((height, width, 3), 96, dtype=np.uint8)
+        left = (width - height) // 2
+        canvas[:, left:left + height] = scaled
+        photo = canvas
+    path = folder / f"target_{name}.jpg"
+    Image.fromarray(photo).save(path, quality=95)
+    return path
+
+
+def _median_ms(action: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def measure_target(name: str, runs: int) -> TargetResult:
+    from slimfuse.pipeline.image import ImageSwapper, crop_face
+    from slimfuse.processors.blend import paste_back
+
+    with tempfile.TemporaryDirectory(prefix="slimfuse-bench-") as work:
+        folder = Path(work)
+        target_path = make_target(name, folder)
+        config = RunConfig(sources=(sample_path("grace_hopper"),), target=target_path, output=folder / "out.jpg")
+        store = Store(notify=lambda message: None)
+        pool = ModelPool(store, RuntimeOptions())
+        start = time.perf_counter()
+        for model in (SPECS["short"].model, SPECS["full"].model, MESH_MODEL):
+            pool.session(model)
+        identity = IdentityModel(pool)
+        identity.models()
+        swapper = ImageSwapper(config, pool, store.notify)
+        model_load_ms = (time.perf_counter() - start) * 1000
+
+        source = swapper.prepare_source()
+        loaded = read_image(target_path)
+        frame = loaded.rgb
+        detector = FaceDetector({key: pool.session(spec.model) for key, spec in SPECS.items()}, DetectorOptions())
+        mesh = FaceMesh(pool.session(MESH_MODEL))
+        face = mesh.landmarks(frame, detector.detect(frame)[0])
+        assert face is not None
+        crop = crop_face(frame, face, config.target_face_size)
+        swapped, alpha = swapper.swapper.swap_crop(crop.image, crop.landmarks, source)
+        result = paste_back(frame, swapped, alpha, crop.crop_from_frame)
+        output = compose_output(loaded, result)
+
+        def swap_one() -> None:
+            piece = crop_face(frame, face, config.target_face_size)
+            swapper.swapper.swap_crop(piece.image, piece.landmarks, source)
+
+        stage_ms = {
+            "read": _median_ms(lambda: read_image(target_path), runs),
+            "detect": _median_ms(lambda: detector.detect(frame), runs),
+            "landmarks": _median_ms(lambda: mesh.landmarks(frame, face), runs),
+            "identity": _median_ms(lambda: identity.descriptor(frame, face), runs),
+            "swap": _median_ms(swap_one, runs),
+            "blend": _median_ms(lambda: paste_back(frame, swapped, alpha, crop.crop_from_frame), runs),
+            "write": _median_ms(lambda: write_image_atomic(output, config.output), runs),
+        }
+        total = _median_ms(lambda: swapper.swap_frame(frame.copy(), [mesh.landmarks(frame, detector.detect(frame)[0])],
+                                                      source), runs)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    height, width = frame.shape[:2]
+    return TargetResult(name, width, height, model_load_ms, stage_ms, total, peak)
+
+
+def _child(name: str, runs: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    queue.put(asdict(measure_target(name, runs)))
+
+
+def run(runs: int = 20, json_path: Path | None = None) -> list[TargetResult]:
+    context = multiprocessing.get_context("spawn")
+    results = []
+    for name in TARGETS:
+        queue = context.Queue()
+        process = context.Process(target=_child, args=(name, runs, queue))
+        process.start()
+        data = queue.get()
+        process.join()
+        results.append(TargetResult(**data))
+    print(markdown_table(results, runs))
+    if json_path is not None:
+        json_path.write_text(json.dumps([asdict(result) for result in results], indent=2))
+    return results
+
+
+def markdown_table(results: list[TargetResult], runs: int) -> str:
+    header = ["target", *[f"{stage} ms" for stage in STAGES], "swap total ms", "model load ms", "peak RSS MB"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for result in results:
+        cells = [f"{result.target} ({result.width}x{result.height})",
+                 *[f"{result.stage_ms[stage]:.1f}" for stage in STAGES],
+                 f"{result.swap_total_ms:.1f}", f"{result.model_load_ms:.0f}", f"{result.peak_rss_mb:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append(f"\nMedians of {runs} runs; swap total = detect + landmarks + swap + blend for one face, models "
+                 "loaded, no file I/O; each target in a fresh process.")
+    return "\n".join(lines)
