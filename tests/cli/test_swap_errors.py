@@ -1,0 +1,140 @@
+"""Bad input through the real command line: one line naming the file, a documented exit code, no output,
+inputs untouched."""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from slimfuse.cli.main import main
+from slimfuse.errors import EXIT_CODES
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["swap", *args])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture
+def inputs(tmp_path: Path, grace_hopper_path: Path, astronaut_path: Path) -> dict[str, Path]:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    source = folder / "source.png"
+    target = folder / "target.jpg"
+    source.write_bytes(astronaut_path.read_bytes())
+    target.write_bytes(grace_hopper_path.read_bytes())
+    empty = folder / "empty.jpg"
+    empty.touch()
+    truncated = folder / "truncated.jpg"
+    truncated.write_bytes(grace_hopper_path.read_bytes()[:4000])
+    corrupt = folder / "corrupt.png"
+    corrupt.write_bytes(b"\x89PNG\r\n\x1a\n" + os.urandom(2000))
+    text = folder / "notes.txt"
+    text.write_text("not a picture")
+    no_face = folder / "sky.png"
+    Image.fromarray(np.asarray(Image.open(grace_hopper_path))[:250, :130]).save(no_face)
+    return {"source": source, "target": target, "empty": empty, "truncated": truncated, "corrupt": corrupt,
+            "text": text, "no_face": no_face, "folder": folder}
+
+
+CASES = [
+    ("missing source", lambda i: ["-s", str(i["folder"] / "absent.jpg"), "-t", str(i["target"])], 3, "absent.jpg"),
+    ("directory as source", lambda i: ["-s", str(i["folder"]), "-t", str(i["target"])], 4, "in"),
+    ("empty target", lambda i: ["-s", str(i["source"]), "-t", str(i["empty"])], 5, "empty.jpg"),
+    ("truncated target", lambda i: ["-s", str(i["source"]), "-t", str(i["truncated"])], 6, "truncated.jpg"),
+    ("corrupt source", lambda i: ["-s", str(i["corrupt"]), "-t", str(i["target"])], 6, "corrupt.png"),
+    ("text target", lambda i: ["-s", str(i["source"]), "-t", str(i["text"])], 7, "notes.txt"),
+    ("no face in source", lambda i: ["-s", str(i["no_face"]), "-t", str(i["target"])], 8, "sky.png"),
+    ("no face in target", lambda i: ["-s", str(i["source"]), "-t", str(i["no_face"])], 9, "sky.png"),
+]
+
+
+@pytest.mark.parametrize(("name", "make_args", "code", "named"), CASES, ids=[case[0] for case in CASES])
+def test_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path, inputs: dict[str, Path], name: str,
+                   make_args, code: int, named: str) -> None:  # type: ignore[no-untyped-def]
+    before = {path: _digest(path) for path in inputs["folder"].iterdir()}
+    output = tmp_path / "out" / "result.png"
+    output.parent.mkdir()
+    returned, err = _run(capsys, *make_args(inputs), "-o", str(output))
+    assert returned == code and code in EXIT_CODES
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("slimfuse: ") and named in lines[0]
+    assert "Traceback" not in err
+    assert list(output.parent.iterdir()) == []
+    assert {path: _digest(path) for path in inputs["folder"].iterdir()} == before
+
+
+def test_output_equal_to_an_input_is_refused(capsys: pytest.CaptureFixture[str], inputs: dict[str, Path]) -> None:
+    before = _digest(inputs["target"])
+    code, err = _run(capsys, "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(inputs["target"]))
+    assert code == 10 and str(inputs["target"]) in err
+    assert _digest(inputs["target"]) == before
+
+
+def test_missing_output_directory(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                  inputs: dict[str, Path]) -> None:
+    code, err = _run(capsys, "-s", str(inputs["source"]), "-t", str(inputs["target"]),
+                     "-o", str(tmp_path / "nowhere" / "out.png"))
+    assert code == 11 and "nowhere" in err and len(err.strip().splitlines()) == 1
+
+
+def test_disk_full_leaves_no_output(capsys: pytest.CaptureFixture[str], tmp_path: Path, inputs: dict[str, Path],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(self: Image.Image, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Image.Image, "save", full)
+    out = tmp_path / "out"
+    out.mkdir()
+    code, err = _run(capsys, "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(out / "r.png"))
+    assert code == 12 and "r.png" in err
+    assert list(out.iterdir()) == []
+
+
+def test_debug_adds_the_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                  inputs: dict[str, Path]) -> None:
+    code, err = _run(capsys, "-s", str(inputs["empty"]), "-t", str(inputs["target"]), "-o",
+                     str(tmp_path / "o.png"), "--debug")
+    assert code == 5 and "Traceback" in err and err.strip().splitlines()[-1].startswith("slimfuse: ")
+
+
+def test_success_prints_the_output_path(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        inputs: dict[str, Path]) -> None:
+    output = tmp_path / "result.webp"
+    code = main(["swap", "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(output), "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out.strip() == str(output) and captured.err == ""
+    assert Image.open(output).format == "WEBP"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path, inputs: dict[str, Path]) -> None:
+    """A real SIGINT to a real process in the middle of a large job."""
+    big = tmp_path / "big.png"
+    Image.fromarray(np.tile(np.asarray(Image.open(inputs["target"]).convert("RGB")), (6, 8, 1))).save(big)
+    output = tmp_path / "out.png"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "slimfuse", "swap", "-s", str(inputs["source"]), "-t", str(big), "-o", str(output),
+         "--face-selector-mode", "many"],
+        stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(2.0)  # past start-up, inside the work
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "slimfuse: interrupted; no output was written"
+    assert not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png", "in"]  # no temporary file left either
