@@ -22,7 +22,7 @@ from PIL import Image
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
 from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector
-from slimfuse.faces.identity import PREDICTOR, RECOGNIZER, IdentityModel
+from slimfuse.faces.identity import IdentityModel
 from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.media.image_io import compose_output, read_image, write_image_atomic
 from slimfuse.models.pool import ModelPool

@@ -54,7 +54,7 @@ def _list(store: Store) -> int:
         rows.append((name, spec.kind, spec.licence, _size(spec.size), spec.sha256[:16], state, str(status.path)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
     return 0
 
 

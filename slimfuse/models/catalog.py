@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Conversion(str, Enum):
+class Conversion(StrEnum):
     """How the fetched file becomes the stored model file."""
 
     COPY = "copy"
@@ -100,8 +100,8 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         kind="landmarker",
         licence=_MP_LICENCE,
         filename="face_landmark.onnx",
-        sha256="11d3141502c7265aa61c70b9f6ca10f07f734c65923e4775890a87e69af2907c",
-        size=2_440_247,
+        sha256="19d8ed6fce9716378c32c6c75e9422d7bf981cf1670eeefa04f3ad87d2bcc009",
+        size=2_445_500,
         description="FaceMesh: 468 3-D face landmarks from a 192 px crop",
         source_name="face_landmark.tflite",
         source_sha256="1055cb9d4a9ca8b8c688902a3a5194311138ba256bcc94e336d8373a5f30c814",
@@ -114,8 +114,8 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         kind="landmarker",
         licence=_MP_LICENCE,
         filename="iris_landmark.onnx",
-        sha256="0878524e77a8286bba82b78c84381cdc0d653d41202b5b312f5864b461408344",
-        size=2_638_761,
+        sha256="caa59123bb0cd4627c5d6473e99e2a0812b8936d426ac0fab3927a094d146b2a",
+        size=2_651_374,
         description="Iris and eye-contour landmarks from a 64 px eye crop",
         source_name="iris_landmark.tflite",
         source_sha256="d1744d2a09c25f501d39eba4faff47e53ecca8852c5ce19bce8eeac39357521f",

@@ -12,10 +12,11 @@ Anything this module does not understand raises `UnsupportedTfliteError` rather 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 import flatbuffers
 import numpy as np
@@ -56,8 +57,22 @@ _OP_NAMES: Mapping[int, str] = MappingProxyType(
     {value: name for name, value in vars(BuiltinOp).items() if not name.startswith("_")}
 )
 
+_SPARSE_INDEX_VECTORS: Mapping[int, type] = MappingProxyType({
+    SparseIndexVector.Int32Vector: tflite.Int32Vector,
+    SparseIndexVector.Uint16Vector: tflite.Uint16Vector,
+    SparseIndexVector.Uint8Vector: tflite.Uint8Vector,
+})
+
 NCHW = "nchw"
 PLAIN = "plain"  # the tensor exactly as tflite defines it
+
+
+
+class _FlatbufferTable(Protocol):
+    def Init(self, buf: bytes, pos: int) -> None: ...  # noqa: N802 (flatc's name)
+
+
+_Options = TypeVar("_Options", bound=_FlatbufferTable)
 
 
 class UnsupportedTfliteError(ValueError):
@@ -78,7 +93,7 @@ class _Op:
 
     @property
     def label(self) -> str:
-        return f"{self.name} (operator {self.index})"
+        return f"{self.name} (operator {self.index})" if self.index >= 0 else self.name
 
 
 class _Graph:
@@ -91,14 +106,14 @@ class _Graph:
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
         self.consts: dict[int, np.ndarray] = {}
-        # ONNX value holding each tflite tensor, per layout; `produced` is the layout its producer wrote.
+        # ONNX value holding each tflite tensor, per layout (NCHW and/or tflite's own).
         self.values: dict[int, dict[str, str]] = {}
-        self.produced: dict[int, str] = {}
         # Expected shape of every ONNX value we bind, checked against ONNX shape inference at the end.
         self.expected: dict[str, tuple[int, ...]] = {}
         self.tensor_names = self._unique_tensor_names()
         self._used = set(self.tensor_names)
         self._init_cache: dict[tuple[int, str], str] = {}
+        self._zero: str | None = None
 
     # --- tflite side -------------------------------------------------------------------------------
 
@@ -122,6 +137,8 @@ class _Graph:
         return [n for n in names if n is not None]
 
     def tensor(self, index: int) -> tflite.Tensor:
+        if not 0 <= index < self.sg.TensorsLength():  # -1 marks an omitted optional input
+            raise UnsupportedTfliteError(f"tensor index {index} is out of range or an omitted input")
         return self.sg.Tensors(index)
 
     def shape(self, index: int) -> tuple[int, ...]:
@@ -130,24 +147,26 @@ class _Graph:
     def rank(self, index: int) -> int:
         return len(self.shape(index))
 
-    def _buffer_bytes(self, index: int) -> bytes | None:
+    def buffer_bytes(self, index: int) -> bytes | None:
         buf = self.model.Buffers(self.tensor(index).Buffer())
         if buf is None:
             return None
-        if buf.Offset() > 1:  # large models keep weights after the flatbuffer
+        if buf.Offset() > 1:  # models over 2 GB keep weights after the flatbuffer
+            if buf.Offset() + buf.Size() > len(self.data):
+                raise UnsupportedTfliteError(f"tensor {self.tensor_names[index]!r}: external buffer is truncated")
             return self.data[buf.Offset(): buf.Offset() + buf.Size()]
         if buf.DataLength() == 0:
             return None
         return buf.DataAsNumpy().tobytes()
 
     def is_const(self, index: int) -> bool:
-        return index in self.consts or self._buffer_bytes(index) is not None
+        return index in self.consts or self.buffer_bytes(index) is not None
 
     def const(self, index: int, op: _Op) -> np.ndarray:
-        """The constant value of a tensor; sparse storage only reaches DENSIFY through `sparse_const`."""
+        """The constant value of a tensor; sparse storage is refused here, only DENSIFY reads it."""
         if index in self.consts:
             return self.consts[index]
-        raw = self._buffer_bytes(index)
+        raw = self.buffer_bytes(index)
         if raw is None:
             raise UnsupportedTfliteError(f"{op.label}: input {self.tensor_names[index]!r} must be a constant")
         tensor = self.tensor(index)
@@ -183,6 +202,12 @@ class _Graph:
             self._init_cache[key] = self.initializer(make(), f"{self.tensor_names[index]}__{tag}")
         return self._init_cache[key]
 
+    def zero(self) -> str:
+        """One shared float32 scalar 0."""
+        if self._zero is None:
+            self._zero = self.initializer(np.zeros((), dtype=np.float32), "zero")
+        return self._zero
+
     def int64(self, values: Sequence[int], base: str) -> str:
         return self.initializer(np.asarray(values, dtype=np.int64), base)
 
@@ -194,7 +219,6 @@ class _Graph:
 
     def bind(self, index: int, layout: str, name: str) -> None:
         self.values.setdefault(index, {})[layout] = name
-        self.produced.setdefault(index, layout)
 
     def has(self, index: int, layout: str) -> bool:
         return layout in self.values.get(index, {})
@@ -204,16 +228,18 @@ class _Graph:
         views = self.values.get(index)
         if not views:
             what = "a constant" if self.is_const(index) else "an undefined tensor"
-            raise UnsupportedTfliteError(f"{op.label}: input {self.tensor_names[index]!r} is {what} where an activation is expected")
+            name = self.tensor_names[index]
+            raise UnsupportedTfliteError(f"{op.label}: input {name!r} is {what} where an activation is expected")
         if layout in views:
             return views[layout]
         if self.rank(index) != 4:
             raise UnsupportedTfliteError(f"{op.label}: NCHW layout requested for a rank-{self.rank(index)} tensor")
         src = views[NCHW if layout == PLAIN else PLAIN]
         out = self.output_name(index, layout)
-        if layout == PLAIN and _same_memory_order(self.shape(index)):
+        if _same_memory_order(self.shape(index)):
             # A reshape is enough when only size-1 axes move; it is free in ONNX Runtime, a transpose is not.
-            self.node("Reshape", [src, self.int64(self.shape(index), f"{out}__shape")], [out])
+            target = _layout_shape(self.shape(index), layout)
+            self.node("Reshape", [src, self.int64(target, f"{out}__shape")], [out])
         else:
             self.node("Transpose", [src], [out], perm=list(_TO_NCHW if layout == NCHW else _TO_NHWC))
         self.bind(index, layout, out)
@@ -263,7 +289,7 @@ def _nhwc_const_as_nchw(value: np.ndarray) -> np.ndarray:
     return value.reshape((1,) * (4 - value.ndim) + value.shape).transpose(_TO_NCHW)
 
 
-def _options(op: _Op, cls: type, expected_type: int) -> object | None:
+def _options(op: _Op, cls: type[_Options], expected_type: int) -> _Options | None:
     """The op's builtin options as `cls`, or None when the model omits them (all fields at defaults)."""
     if op.options is None or op.options_type == BuiltinOptions.NONE:
         return None
@@ -274,7 +300,7 @@ def _options(op: _Op, cls: type, expected_type: int) -> object | None:
     return opts
 
 
-def _require_options(op: _Op, cls: type, expected_type: int) -> object:
+def _require_options(op: _Op, cls: type[_Options], expected_type: int) -> _Options:
     opts = _options(op, cls, expected_type)
     if opts is None:
         raise UnsupportedTfliteError(f"{op.label}: builtin options are missing")
@@ -284,7 +310,8 @@ def _require_options(op: _Op, cls: type, expected_type: int) -> object:
 def _require_float_activation(g: _Graph, index: int, op: _Op, rank: int | None = None) -> None:
     tensor = g.tensor(index)
     if tensor.Type() != TensorType.FLOAT32:
-        raise UnsupportedTfliteError(f"{op.label}: tensor {g.tensor_names[index]!r} has type {tensor.Type()}, only float32 is supported")
+        name = g.tensor_names[index]
+        raise UnsupportedTfliteError(f"{op.label}: tensor {name!r} has type {tensor.Type()}, only float32 is supported")
     _reject_quantized(g, index, op)
     if rank is not None and g.rank(index) != rank:
         raise UnsupportedTfliteError(f"{op.label}: expected a rank-{rank} tensor, got shape {g.shape(index)}")
@@ -332,7 +359,7 @@ def _spatial_pads(op: _Op, padding: int, in_hw: Sequence[int], out_hw: Sequence[
                   strides: Sequence[int], dilations: Sequence[int]) -> list[int]:
     """ONNX pads [top, left, bottom, right] for tflite SAME/VALID; the extra row/column goes after, as in TF."""
     begin, end = [], []
-    for size, out, k, s, d in zip(in_hw, out_hw, kernel, strides, dilations):
+    for size, out, k, s, d in zip(in_hw, out_hw, kernel, strides, dilations, strict=True):
         span = (k - 1) * d + 1
         if padding == Padding.SAME:
             expected = -(-size // s)
@@ -353,7 +380,7 @@ def _conv_bias(g: _Graph, op: _Op, out_channels: int) -> list[str]:
         return []
     bias = g.const(op.inputs[2], op)
     if bias.dtype != np.float32 or bias.shape != (out_channels,):
-        raise UnsupportedTfliteError(f"{op.label}: bias must be float32 of shape ({out_channels},), got {bias.dtype} {bias.shape}")
+        raise UnsupportedTfliteError(f"{op.label}: bias must be float32 [{out_channels}], got {bias.dtype} {bias.shape}")
     return [g.cached_initializer(op.inputs[2], "bias", lambda: bias)]
 
 
@@ -364,7 +391,8 @@ def _float_weight(g: _Graph, op: _Op) -> np.ndarray:
     return weight
 
 
-def _conv_node(g: _Graph, op: _Op, opts: object, weight_name: str, kernel: Sequence[int], out_channels: int, group: int) -> None:
+def _conv_node(g: _Graph, op: _Op, opts: tflite.Conv2DOptions | tflite.DepthwiseConv2DOptions, weight_name: str,
+               kernel: Sequence[int], out_channels: int, group: int) -> None:
     x, out = op.inputs[0], op.outputs[0]
     strides = (opts.StrideH(), opts.StrideW())
     dilations = (opts.DilationHFactor(), opts.DilationWFactor())
@@ -457,8 +485,18 @@ def _convert_prelu(g: _Graph, op: _Op) -> None:
     if g.is_const(op.inputs[0]):
         raise UnsupportedTfliteError(f"{op.label}: constant PRELU input is not supported")
     # The alpha constant is re-laid out with the activation, so [1,1,C] becomes [1,C,1,1] in NCHW.
-    names, layout = _elementwise_inputs(g, op)
-    _emit(g, op, "PRelu", names, layout, Act.NONE)
+    (x, alpha), layout = _elementwise_inputs(g, op)
+    out_index = op.outputs[0]
+    _require_float_activation(g, out_index, op)
+    out = g.output_name(out_index, layout)
+    # relu(x) + alpha*min(x, 0) is exactly PReLU (one term is always zero); ONNX Runtime's own PRelu takes a
+    # generic broadcast path that was 60% of the face mesh's run time, this form runs it 2.7x faster.
+    positive, negative, scaled = (g.fresh(f"{out}__{part}") for part in ("positive", "negative", "scaled"))
+    g.node("Relu", [x], [positive])
+    g.node("Min", [x, g.zero()], [negative])
+    g.node("Mul", [negative, alpha], [scaled])
+    g.node("Add", [positive, scaled], [out])
+    g.bind(out_index, layout, out)
 
 
 # --- layout-sensitive ops ---------------------------------------------------------------------------
@@ -565,11 +603,9 @@ def _convert_dequantize(g: _Graph, op: _Op) -> None:
 
 
 def _index_vector(kind: int, table: flatbuffers.table.Table | None, op: _Op) -> np.ndarray:
-    classes = {SparseIndexVector.Int32Vector: tflite.Int32Vector, SparseIndexVector.Uint16Vector: tflite.Uint16Vector,
-               SparseIndexVector.Uint8Vector: tflite.Uint8Vector}
-    if table is None or kind not in classes:
+    if table is None or kind not in _SPARSE_INDEX_VECTORS:
         raise UnsupportedTfliteError(f"{op.label}: sparse index vector of type {kind} is not supported")
-    vector = classes[kind]()
+    vector = _SPARSE_INDEX_VECTORS[kind]()
     vector.Init(table.Bytes, table.Pos)
     return _int_vector(vector.ValuesAsNumpy()).astype(np.int64)
 
@@ -618,7 +654,7 @@ def _densify(values: np.ndarray, dense_shape: tuple[int, ...], sparsity: tflite.
         block = int(sparsity.DimMetadata(order.index(rank + j)).DenseSize())
         coord_of[dim] = coord_of[dim] * block + coord_of[rank + j]
     index = tuple(coord_of[d] for d in range(rank))
-    if any((c >= s).any() for c, s in zip(index, dense_shape)):
+    if any((c >= s).any() for c, s in zip(index, dense_shape, strict=True)):
         raise UnsupportedTfliteError(f"{op.label}: sparse indices exceed the dense shape {dense_shape}")
     dense = np.zeros(dense_shape, dtype=values.dtype)
     dense[index] = values[positions]
@@ -630,7 +666,7 @@ def _convert_densify(g: _Graph, op: _Op) -> None:
     src, out = op.inputs[0], op.outputs[0]
     tensor = g.tensor(src)
     sparsity = tensor.Sparsity()
-    raw = g._buffer_bytes(src)
+    raw = g.buffer_bytes(src)
     if sparsity is None or raw is None:
         raise UnsupportedTfliteError(f"{op.label}: DENSIFY needs a constant sparse tensor")
     _reject_quantized(g, src, op)
@@ -690,7 +726,7 @@ def _load(data: bytes) -> tuple[tflite.Model, tflite.SubGraph]:
 
 
 def _graph_input(g: _Graph, index: int) -> onnx.ValueInfoProto:
-    op = _Op(-1, -1, "graph input", (index,), (), None, 0)
+    op = _Op(-1, -1, f"graph input {g.tensor_names[index]!r}", (index,), (), None, 0)
     _require_float_activation(g, index, op)
     name = g.tensor_names[index]
     g.bind(index, PLAIN, name)
@@ -698,7 +734,7 @@ def _graph_input(g: _Graph, index: int) -> onnx.ValueInfoProto:
 
 
 def _graph_output(g: _Graph, index: int) -> onnx.ValueInfoProto:
-    op = _Op(-1, -1, "graph output", (index,), (), None, 0)
+    op = _Op(-1, -1, f"graph output {g.tensor_names[index]!r}", (index,), (), None, 0)
     _require_float_activation(g, index, op)
     name = g.value(index, PLAIN, op)
     if name != g.tensor_names[index]:
@@ -706,9 +742,13 @@ def _graph_output(g: _Graph, index: int) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(g.shape(index)))
 
 
-def _check_shapes(model: onnx.ModelProto, expected: Mapping[str, tuple[int, ...]]) -> None:
+def _check_model(model: onnx.ModelProto, expected: Mapping[str, tuple[int, ...]]) -> None:
     """Every value's ONNX-inferred shape must equal the tflite shape it stands for; catches layout slips."""
-    inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    try:
+        onnx.checker.check_model(model)
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise UnsupportedTfliteError(f"the converted graph is not valid ONNX: {exc}") from exc
     for info in inferred.graph.value_info:
         if info.name in expected:
             dims = tuple(d.dim_value for d in info.type.tensor_type.shape.dim)
@@ -732,8 +772,7 @@ def tflite_to_onnx(data: bytes, *, graph_name: str = "model") -> onnx.ModelProto
     graph = helper.make_graph(g.nodes, graph_name, inputs, outputs, initializer=g.initializers)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                    producer_name=PRODUCER, ir_version=IR_VERSION)
-    onnx.checker.check_model(onnx_model)
-    _check_shapes(onnx_model, g.expected)
+    _check_model(onnx_model, g.expected)
     return onnx_model
 
 

@@ -84,7 +84,7 @@ class ImageSwapper:
     def _warn_if_mixed_identities(self, found: list[tuple[LoadedImage, Face]]) -> None:
         descriptors = [self.identity.descriptor(loaded.rgb, face) for loaded, face in found]
         combined = self.identity.combined(descriptors)
-        for (loaded, _), descriptor in zip(found, descriptors):
+        for (loaded, _), descriptor in zip(found, descriptors, strict=True):
             if distance(descriptor, combined) > SAME_PERSON_DISTANCE:
                 self.notify(f"slimfuse: warning: {loaded.path}: this face looks like a different person "
                             "from the other source photos")
