@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -126,9 +125,7 @@ class Store:
         self.notify(f"slimfuse: {spec.name}: ready at {target}")
 
     def _install(self, found: Path, target: Path, spec: ModelSpec) -> None:
-        temp = target.with_name(f".{target.name}.part")
-        shutil.copyfile(found, temp)
-        os.replace(temp, target)
+        _write_atomic(target, found.read_bytes())
         self.notify(f"slimfuse: {spec.name}: copied from {found}")
 
     def _from_models_dir(self, filename: str, sha256: str) -> Path | None:
@@ -149,7 +146,7 @@ class Store:
         tried: list[str] = []
         local = self._from_models_dir(spec.source_name, spec.source_sha256)
         if local is not None:
-            shutil.copyfile(local, source)
+            _write_atomic(source, local.read_bytes())
             return source
         tried.append(f"--models-dir {self.models_dir}" if self.models_dir else "--models-dir (not given)")
         for url in spec.urls:
@@ -186,10 +183,19 @@ class Store:
                 spec = wanted[member]
                 if hashlib.sha256(data).hexdigest() != spec.source_sha256:
                     raise SourceFailed(f"{member} inside {downloaded.name} failed sha256 verification")
-                destination = self.source_dir / spec.source_name
-                temp = destination.with_name(f".{destination.name}.part")
-                temp.write_bytes(data)
-                os.replace(temp, destination)
+                _write_atomic(self.source_dir / spec.source_name, data)
+
+
+def _write_atomic(destination: Path, data: bytes) -> None:
+    """Write under a unique temporary name and rename, so concurrent fetches never see a partial file."""
+    fd, temp = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, destination)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def _pip_download(archive: PackageArchive, work: Path) -> Path:
