@@ -153,3 +153,15 @@ def test_several_sources_of_one_person(pool: ModelPool, tmp_path: Path, grace_ho
     assert messages == []  # all three are recognised as one person
     result = np.asarray(Image.open(output).convert("RGB"))
     assert distance(_descriptor(pool, result), _descriptor(pool, astronaut)) < SAME_PERSON_DISTANCE
+
+
+def test_8k_target(pool: ModelPool, tmp_path: Path, astronaut: np.ndarray, grace_hopper_path: Path) -> None:
+    canvas = np.full((4320, 7680, 3), 110, dtype=np.uint8)
+    box = place(canvas, astronaut, ASTRONAUT_FACE, 300, (5000, 3000))
+    result = _swap(pool, tmp_path, grace_hopper_path, canvas)
+    assert result.shape == canvas.shape
+    x0, y0, x1, y1 = (int(v) for v in box)
+    diff = np.any(result != canvas, axis=2)
+    assert diff[y0:y1, x0:x1].mean() > 0.3
+    diff[y0 - 80:y1 + 80, x0 - 80:x1 + 80] = False
+    assert not diff.any()
