@@ -1,0 +1,516 @@
+"""Landmark-mesh face swap: the source face's texture, warped onto the target's 468-point FaceMesh.
+
+No neural generator. Per target face:
+
+1. Both meshes share one fixed triangulation (`MeshTopology`, 852 triangles) plus fans that close the eye and
+   mouth holes around their ring centroids (904 triangles in all).
+2. The target crop's face region is rasterised once into a triangle-id image (back-facing triangles first,
+   then front-facing ones from far to near, so nearer triangles win where the face folds over itself); each
+   pixel's source position follows from its triangle's affine map, and one `cv2.remap` renders the source
+   texture (from a pyramid level of the source near the target's scale, so it is not aliased).
+3. Triangles that face away from the camera in the target are not part of the mask (target pixels stay);
+   triangles that the source sees much more obliquely than the target does (stretched texture) fade out of
+   the mask too.
+4. Colour: a wide, skin-only low-frequency gain (see `color.py`) gives the source the target's lighting; it is
+   damped on the lips and eyes so they keep their colour.
+5. Mask: the covered face region, eroded and feathered by fractions of the face size (more at the forehead
+   and the jaw, where the mesh edge is least reliable), with the target's mouth interior cut out by default.
+6. Shape transfer (default 0.7): the target's inner features (eyes, brows, nose, lip outline) move part of
+   the way toward the source's proportions, measured after a 3-D similarity alignment of the two meshes so
+   head pose is not mistaken for shape. The shift is 0 on the face outline and on a kept mouth, fades out
+   with the mask, and moves the target pixels under the feathered edge along with the face, so nothing
+   ghosts. Texture alone leaves the target's feature layout, which the identity embedding weighs heavily.
+7. Blend: feathered alpha by default, or Poisson (`cv2.seamlessClone`) inside a tight mask.
+
+Everything runs on the face's bounding region of the crop; pixels where the returned alpha is 0 are the
+input crop's, bit for bit.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import cv2
+import numpy as np
+
+from slimfuse.faces.mesh_topology import NUM_LANDMARKS, MeshTopology
+from slimfuse.processors import blend as blend_ops
+from slimfuse.processors import color as color_ops
+from slimfuse.processors import masks as mask_ops
+
+_SHIFT = 4
+_ONE = 1 << _SHIFT
+
+
+@dataclass(frozen=True)
+class MeshSwapOptions:
+    """Tuning of the mesh swapper. Fractions are of the target face size (the larger of the face oval's
+    height and width) unless noted."""
+
+    keep_mouth: bool = True  # keep the target's mouth interior (inside the inner lip line)
+    keep_eyes: bool = False  # keep the target's eyes (inside the eyelid rings)
+    blend: Literal["feather", "poisson"] = "feather"
+    mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
+    mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
+    mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
+    mask_feather: float = 0.08  # width of the alpha ramp at the face edge
+    hole_feather: float = 0.02  # width of the alpha ramp at a kept mouth / kept eyes
+    color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
+    color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
+    feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
+    max_stretch: float = 2.5  # texture magnified (in area) this much more than the face as a whole starts to
+    # fade out, and is gone at twice that (seen obliquely in the source, or mouth closed there and open here)
+    shape_transfer: float = 0.7  # 0 = keep the target's feature layout, 1 = move it fully to the source's
+    shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
+    max_shape_shift: float = 0.08  # no vertex moves more than this
+    max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
+    interpolation: Literal["linear", "cubic"] = "linear"
+
+    def __post_init__(self) -> None:
+        if self.blend not in ("feather", "poisson"):
+            raise ValueError(f"blend must be 'feather' or 'poisson', not {self.blend!r}")
+        if self.interpolation not in ("linear", "cubic"):
+            raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
+        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        for name in ("mask_feather", "hole_feather"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
+        if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
+            raise ValueError("color_strength and feature_color_damping must lie in [0, 1]")
+        if not 0.0 <= self.shape_transfer <= 1.0:
+            raise ValueError("shape_transfer must lie in [0, 1]")
+        if self.shape_rings < 1 or self.max_shape_shift < 0:
+            raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
+        if self.max_stretch < 1.0:
+            raise ValueError("max_stretch must be at least 1")
+        if self.max_source_face < 32:
+            raise ValueError("max_source_face must be at least 32 pixels")
+
+
+@dataclass(frozen=True, eq=False)
+class SourceFace:
+    """One source identity, prepared once and reused for every target face and frame.
+
+    image: RGB uint8 crop holding the source face; landmarks: (468, 3) float32 in that crop's pixels.
+    levels: the image and its pyrDown halvings (level k has landmarks * 0.5**k), filled in automatically.
+    face_size: the landmarks' bounding-box side in pixels, filled in automatically."""
+
+    image: np.ndarray
+    landmarks: np.ndarray
+    levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    face_size: float = 0.0
+
+    def __post_init__(self) -> None:
+        img = np.asarray(self.image)
+        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+            raise ValueError("SourceFace.image must be an RGB uint8 HxWx3 array")
+        lm = np.asarray(self.landmarks, dtype=np.float32)
+        if lm.ndim != 2 or lm.shape[0] < NUM_LANDMARKS or lm.shape[1] != 3:
+            raise ValueError(f"SourceFace.landmarks must be ({NUM_LANDMARKS}, 3)")
+        lm = np.ascontiguousarray(lm[:NUM_LANDMARKS])
+        img = np.ascontiguousarray(img)
+        img.setflags(write=False)
+        lm.setflags(write=False)
+        object.__setattr__(self, "image", img)
+        object.__setattr__(self, "landmarks", lm)
+        span = lm[:, :2].max(0) - lm[:, :2].min(0)
+        size = float(max(span.max(), 1.0))
+        object.__setattr__(self, "face_size", size)
+        if not self.levels:
+            levels = [img]
+            while size / 2 ** len(levels) >= 48 and min(levels[-1].shape[:2]) >= 16:
+                levels.append(cv2.pyrDown(levels[-1]))
+            for lv in levels:
+                lv.setflags(write=False)
+            object.__setattr__(self, "levels", tuple(levels))
+
+
+@dataclass(frozen=True, eq=False)
+class SwapLayers:
+    """What `MeshSwapper.layers` computed for one face, on the crop's face region `box` (x0, y0, x1, y1).
+
+    base: uint8 target region the face is blended onto (the target itself, or moved by the shape transfer);
+    warped: uint8 source texture rendered on the target mesh; corrected: float32 `warped` after the colour
+    step; alpha: float32 blend weight of `corrected` over `base`; changed: float32 alpha returned by
+    `swap_crop` (alpha, and also pixels only moved by the shape transfer); color_weight: float32 where the
+    colour statistics were taken; level: the source pyramid level used."""
+
+    box: tuple[int, int, int, int]
+    base: np.ndarray
+    warped: np.ndarray
+    corrected: np.ndarray
+    alpha: np.ndarray
+    changed: np.ndarray
+    color_weight: np.ndarray
+    level: int
+
+
+class MeshSwapper:
+    """Swap faces with a fixed mesh topology; see the module docstring."""
+
+    def __init__(self, topology: MeshTopology, options: MeshSwapOptions = MeshSwapOptions()) -> None:
+        self.topology = topology
+        self.options = options
+        n = topology.num_vertices
+        self._rings = {
+            "oval": np.asarray(topology.face_oval, dtype=np.int64),
+            "lips_outer": np.asarray(topology.lips_outer, dtype=np.int64),
+            "lips_inner": np.asarray(topology.lips_inner, dtype=np.int64),
+            "left_eye": np.asarray(topology.left_eye, dtype=np.int64),
+            "right_eye": np.asarray(topology.right_eye, dtype=np.int64),
+        }
+        # Hole fans: a virtual vertex at each hole ring's centroid (indices n, n+1, n+2). The rings run in
+        # the triangles' sense, so (centre, r_i, r_i+1) has it too.
+        self._holes = ("left_eye", "right_eye", "lips_inner")
+        fans: list[tuple[int, int, int]] = []
+        for h, name in enumerate(self._holes):
+            ring = self._rings[name]
+            c = n + h
+            fans.extend((c, int(ring[i]), int(ring[(i + 1) % len(ring)])) for i in range(len(ring)))
+        self._triangles = np.concatenate([np.asarray(topology.triangles, np.int64), np.asarray(fans, np.int64)])
+        # Shape-transfer weight per vertex: 0 on the outline, full `shape_rings` mesh rings inside it; pinned
+        # to 0 on the kept mouth (and its ring of neighbours) and on kept eyes.
+        tri = np.asarray(topology.triangles, dtype=np.int64)
+        weight = mask_ops.smoothstep(_ring_distance(tri, n, self._rings["oval"]) / options.shape_rings)
+        if options.keep_mouth:
+            weight = np.minimum(weight, mask_ops.smoothstep(_ring_distance(tri, n, self._rings["lips_inner"]) / 2))
+        if options.keep_eyes:
+            for name in ("left_eye", "right_eye"):
+                weight = np.minimum(weight, mask_ops.smoothstep(_ring_distance(tri, n, self._rings[name]) / 2))
+        self._shape_weight = weight.astype(np.float64)
+
+    # ------------------------------------------------------------------------------------------ source
+
+    def prepare_source(self, image: np.ndarray, landmarks: np.ndarray) -> SourceFace:
+        """Cut the source face (with a margin) out of `image`, scaled down if it is larger than
+        `options.max_source_face`, and build its pyramid. image: RGB uint8; landmarks: (468, 3) pixels."""
+        img = np.asarray(image)
+        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+            raise ValueError("source image must be an RGB uint8 HxWx3 array")
+        lm = _check_landmarks(landmarks)
+        lo, hi = lm[:, :2].min(0), lm[:, :2].max(0)
+        size = float(max((hi - lo).max(), 1.0))
+        margin = 0.25 * size + 4
+        h, w = img.shape[:2]
+        x0, y0 = max(int(math.floor(lo[0] - margin)), 0), max(int(math.floor(lo[1] - margin)), 0)
+        x1, y1 = min(int(math.ceil(hi[0] + margin)) + 1, w), min(int(math.ceil(hi[1] + margin)) + 1, h)
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            raise ValueError("source landmarks lie outside the source image")
+        crop = img[y0:y1, x0:x1]
+        local = lm.copy()
+        local[:, 0] -= x0
+        local[:, 1] -= y0
+        scale = min(1.0, self.options.max_source_face / size)
+        if scale < 1.0:
+            nw, nh = max(1, int(round(crop.shape[1] * scale))), max(1, int(round(crop.shape[0] * scale)))
+            sx, sy = nw / crop.shape[1], nh / crop.shape[0]
+            crop = cv2.resize(crop, (nw, nh), interpolation=cv2.INTER_AREA)
+            # INTER_AREA keeps pixel-centre alignment: x' = (x + 0.5) * s - 0.5
+            local[:, 0] = (local[:, 0] + 0.5) * sx - 0.5
+            local[:, 1] = (local[:, 1] + 0.5) * sy - 0.5
+            local[:, 2] *= (sx + sy) / 2
+        return SourceFace(image=np.array(crop), landmarks=local)
+
+    # ------------------------------------------------------------------------------------------- swap
+
+    def swap_crop(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> tuple[np.ndarray, np.ndarray]:
+        """Swap the face in `crop` (RGB uint8) whose FaceMesh `landmarks` (468, 3) are in crop pixels.
+
+        Returns (swapped RGB uint8 of crop's shape, alpha float32 HxW in [0, 1] marking where the result
+        differs from `crop`); where alpha is 0 the swapped crop equals `crop` exactly."""
+        layers = self.layers(crop, landmarks, source)
+        out = crop.copy()
+        alpha_full = np.zeros(crop.shape[:2], dtype=np.float32)
+        if layers is None:
+            return out, alpha_full
+        x0, y0, x1, y1 = layers.box
+        if self.options.blend == "poisson":
+            blended = blend_ops.poisson_blend(layers.base, layers.corrected, layers.alpha)
+        else:
+            blended = blend_ops.feather_blend(layers.base, layers.corrected, layers.alpha)
+        region = crop[y0:y1, x0:x1]
+        untouched = layers.changed == 0
+        blended[untouched] = region[untouched]  # the contract, whatever the blend did
+        out[y0:y1, x0:x1] = blended
+        alpha_full[y0:y1, x0:x1] = layers.changed
+        return out, alpha_full
+
+    def layers(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> SwapLayers | None:
+        """The intermediate images of `swap_crop` (before blending), or None if no face pixel is covered."""
+        if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
+            raise ValueError("crop must be an RGB uint8 HxWx3 array")
+        opt = self.options
+        H, W = crop.shape[:2]
+        lt = _check_landmarks(landmarks)
+        rings = self._rings
+        frame = mask_ops.face_frame(lt, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"])
+        size = frame.size
+
+        # Region of interest: the mesh's bounding box in the crop.
+        lo = np.floor(lt[:, :2].min(0)).astype(int) - 2
+        hi = np.ceil(lt[:, :2].max(0)).astype(int) + 3
+        x0, y0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
+        x1, y1 = min(int(hi[0]), W), min(int(hi[1]), H)
+        if x1 - x0 < 4 or y1 - y0 < 4:
+            return None
+        rh, rw = y1 - y0, x1 - x0
+
+        # Source pyramid level close to (not below) the target's scale.
+        span = lt[:, :2].max(0) - lt[:, :2].min(0)
+        ratio = float(max(span.max(), 1.0)) / max(source.face_size, 1.0)
+        level = 0 if ratio >= 1.0 else int(min(math.floor(math.log2(1.0 / ratio)), len(source.levels) - 1))
+        src_img = source.levels[level]
+        ls = source.landmarks * np.float32(0.5**level)
+
+        vt = self._with_hole_centres(lt)
+        vs = self._with_hole_centres(ls)
+        vt_roi = vt.copy()
+        vt_roi[:, 0] -= x0
+        vt_roi[:, 1] -= y0
+
+        tris = self._triangles
+        ta, tb, tc = vt_roi[tris[:, 0]], vt_roi[tris[:, 1]], vt_roi[tris[:, 2]]
+        area2_t = _cross2(tb - ta, tc - ta)
+        sa, sb, sc = vs[tris[:, 0]], vs[tris[:, 1]], vs[tris[:, 2]]
+        area2_s = _cross2(sb - sa, sc - sa)
+        drawable = np.abs(area2_t) > 1e-2
+        front = area2_t > 1e-2
+
+        # Rasterise triangle ids on the target mesh: back-facing first, then front-facing from far to near.
+        ids = self._rasterise(vt_roi, drawable, front, (rh, rw))
+        painted0 = ids > 0
+        if not painted0.any():
+            return None
+
+        # Per-triangle affine maps from target (ROI) pixels to source pixels and to the shape-transfer shift.
+        shift_v = self._vertex_shift(vt_roi, vs, size) if opt.shape_transfer > 0 else None
+        coef_src, coef_shift = _affine_tables(tris, vt_roi, vs, shift_v, drawable)
+
+        # Texture reliability: where the source shows a triangle much smaller than the target needs it (seen
+        # obliquely, or folded away: negative area), its texture is smeared; fade such regions out. The map is
+        # blurred so that a few tiny folded triangles (under the nose, inside the lips) leave no pinholes.
+        scale2 = (ratio * 2.0**level) ** 2  # target / source-level area scale of the face as a whole
+        stretch = np.abs(area2_t) / np.maximum(area2_s, 1e-6) / scale2
+        fade = mask_ops.smoothstep(np.log2(np.maximum(stretch, 1e-6) / opt.max_stretch))
+        trust = np.concatenate([[1.0], np.where(area2_s > 0, 1.0 - fade, 0.0)]).astype(np.float32)
+        trust_px = trust[ids]
+        if float(trust_px.min()) < 1.0:
+            trust_px = mask_ops.smoothstep(2.0 * _smooth(trust_px, 0.025 * size) - 0.5)  # lone small folds vanish
+
+        # Outer mask: front-facing coverage (pinholes closed), eroded and feathered.
+        frontflag = np.concatenate([[0], front]).astype(np.uint8) * 255
+        coverage = mask_ops.close_small_holes(frontflag[ids], max(1, int(round(0.01 * size))))
+        erosion = mask_ops.vertical_erosion(
+            (rh, rw), (x0, y0), frame, opt.mask_erode * size, opt.mask_erode_top * size,
+            opt.mask_erode_bottom * size)
+        outer = mask_ops.eroded_feather(coverage, erosion, opt.mask_feather * size)
+
+        # Kept target regions (mouth interior, eyes) and the facial features (for the colour step).
+        keep_polys = []
+        if opt.keep_mouth:
+            keep_polys.append(vt_roi[rings["lips_inner"], :2])
+        if opt.keep_eyes:
+            keep_polys += [vt_roi[rings["left_eye"], :2], vt_roi[rings["right_eye"], :2]]
+        keep = np.zeros((rh, rw), np.float32)
+        for poly in keep_polys:
+            # The soft edge is at most half the opening: a closed mouth keeps only its thin seam.
+            hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * _opening(poly, frame.down)))
+            keep = np.maximum(keep, mask_ops.soft_polygons((rh, rw), [poly], 0.25 * hole_f, hole_f))
+        feature_polys = [vt_roi[rings[k], :2] for k in ("lips_outer", "left_eye", "right_eye")]
+        feature_sd = mask_ops.polygons_signed_distance((rh, rw), feature_polys, 0.04 * size)
+        not_skin = mask_ops.soft_from_distance((rh, rw), feature_sd, 0.02 * size, 0.03 * size)
+        damping = mask_ops.soft_from_distance((rh, rw), feature_sd, 0.005 * size, 0.02 * size)
+
+        # Where each output pixel looks on the target mesh: itself, or (shape transfer) the point the smooth
+        # shift field moves onto it. The shift fades out with the outer mask, so nothing moves where the
+        # alpha is 0, and is pinned (exactly 0) on a kept mouth or kept eyes.
+        target_roi = crop[y0:y1, x0:x1]
+        gx = np.broadcast_to(np.arange(rw, dtype=np.float32)[None, :], (rh, rw))
+        gy = np.broadcast_to(np.arange(rh, dtype=np.float32)[:, None], (rh, rw))
+        moved = np.zeros((rh, rw), dtype=bool)
+        px, py = gx, gy
+        if coef_shift is not None:
+            tri_moves = np.concatenate([[False], np.abs(coef_shift[1:]).max(axis=1) > 0])
+            moved = tri_moves[ids] & (outer > 0)
+            if moved.any():
+                cs = coef_shift[ids]
+                shift = np.stack([cs[..., 0] * gx + cs[..., 1] * gy + cs[..., 2],
+                                  cs[..., 3] * gx + cs[..., 4] * gy + cs[..., 5]], axis=-1) * outer[..., None]
+                # Backward map x -> x - s(x - s(x)): one fixed-point step of inverting x -> x + s(x).
+                first = cv2.remap(shift, gx - shift[..., 0], gy - shift[..., 1], cv2.INTER_LINEAR,
+                                  borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+                px = np.where(moved, gx - first[..., 0], gx).astype(np.float32)
+                py = np.where(moved, gy - first[..., 1], gy).astype(np.float32)
+                ids = ids[np.clip(np.rint(py), 0, rh - 1).astype(np.intp), np.clip(np.rint(px), 0, rw - 1).astype(np.intp)]
+
+                stack = np.dstack([keep, trust_px, not_skin, damping])
+                stack = np.where(moved[..., None], cv2.remap(stack, px, py, cv2.INTER_LINEAR,
+                                                             borderMode=cv2.BORDER_REPLICATE), stack)
+                keep, trust_px, not_skin, damping = (np.ascontiguousarray(stack[..., k]) for k in range(4))
+                target_roi = np.where(moved[..., None], cv2.remap(target_roi, px, py, cv2.INTER_LINEAR,
+                                                                  borderMode=cv2.BORDER_REPLICATE), target_roi)
+        painted = ids > 0
+
+        # The source texture: one remap through the per-pixel triangle affine.
+        c = coef_src[ids]
+        map_x = c[..., 0] * px + c[..., 1] * py + c[..., 2]
+        map_y = c[..., 3] * px + c[..., 4] * py + c[..., 5]
+        interp = cv2.INTER_CUBIC if opt.interpolation == "cubic" else cv2.INTER_LINEAR
+        warped = cv2.remap(src_img, map_x, map_y, interp, borderMode=cv2.BORDER_REPLICATE)
+
+        alpha = outer * (1.0 - keep) * trust_px
+        alpha[~painted] = 0.0
+        alpha[alpha < 1.0 / 512] = 0.0
+        alpha_out = np.maximum(alpha, np.where(moved, outer, np.float32(0.0))).astype(np.float32)
+        if not alpha_out.any():
+            return None
+
+        # Colour: statistics on the skin only (no lips, mouth, eyes); the gain is damped on lips and eyes.
+        weight = outer * (1.0 - not_skin) * trust_px
+        weight[~painted] = 0.0
+        if float(weight.sum()) < 1.0:
+            weight = alpha.copy() + 1e-6
+        corrected = color_ops.match_low_frequency(
+            warped, target_roi, weight, opt.color_sigma * frame.eye_distance, opt.color_strength,
+            damping * np.float32(opt.feature_color_damping))
+
+        return SwapLayers(
+            box=(x0, y0, x1, y1), base=np.ascontiguousarray(target_roi), warped=warped, corrected=corrected,
+            alpha=alpha, changed=alpha_out, color_weight=weight, level=level)
+
+    # -------------------------------------------------------------------------------------- helpers
+
+    def _rasterise(self, v: np.ndarray, drawable: np.ndarray, front: np.ndarray,
+                   shape: tuple[int, int]) -> np.ndarray:
+        """Triangle-id image (0 = none, i + 1 = triangle i): back-facing triangles first, then front-facing
+        ones from far (large z) to near, so the nearer surface wins where the mesh folds over itself."""
+        tris = self._triangles
+        zmean = v[tris, 2].mean(axis=1)
+        back_idx = np.nonzero(drawable & ~front)[0]
+        front_idx = np.nonzero(front)[0]
+        front_idx = front_idx[np.argsort(-zmean[front_idx], kind="stable")]
+        ids = np.zeros(shape, dtype=np.int32)
+        pts = np.round(v[:, :2].astype(np.float64) * _ONE).astype(np.int32)
+        for i in np.concatenate([back_idx, front_idx]).tolist():
+            cv2.fillConvexPoly(ids, pts[tris[i]], i + 1, lineType=cv2.LINE_8, shift=_SHIFT)
+        return ids
+
+    def _vertex_shift(self, vt: np.ndarray, vs: np.ndarray, size: float) -> np.ndarray:
+        """Shape transfer: per-vertex 2-D shift (V, 2) of the target mesh toward the source's proportions.
+
+        The source mesh is aligned to the target's in 3-D (similarity: rotation, scale, translation, so a
+        head pose difference is not mistaken for shape), and the target vertices move by
+        shape_transfer * weight * (aligned source - target), where the weight is 0 on the face outline and
+        grows over a few mesh rings inward (and is 0 on a kept mouth / kept eyes)."""
+        n = self.topology.num_vertices
+        src = vs[:n].astype(np.float64)
+        dst = vt[:n].astype(np.float64)
+        aligned = _similarity_align(src, dst)
+        d = (aligned[:, :2] - dst[:, :2]) * (self.options.shape_transfer * self._shape_weight)[:, None]
+        limit = self.options.max_shape_shift * size
+        norm = np.hypot(d[:, 0], d[:, 1])
+        d *= np.minimum(1.0, limit / np.maximum(norm, 1e-9))[:, None]
+        centres = [d[self._rings[name]].mean(0) for name in self._holes]
+        return np.concatenate([d, np.asarray(centres)], axis=0).astype(np.float32)
+
+    def _with_hole_centres(self, lm: np.ndarray) -> np.ndarray:
+        centres = [lm[self._rings[name]].mean(0) for name in self._holes]
+        return np.concatenate([lm, np.asarray(centres, dtype=np.float32)], axis=0).astype(np.float32)
+
+
+def _check_landmarks(landmarks: np.ndarray) -> np.ndarray:
+    lm = np.asarray(landmarks, dtype=np.float32)
+    if lm.ndim != 2 or lm.shape[0] < NUM_LANDMARKS or lm.shape[1] != 3:
+        raise ValueError(f"landmarks must be ({NUM_LANDMARKS}, 3) x, y, z in pixels")
+    lm = lm[:NUM_LANDMARKS]
+    if not np.isfinite(lm).all():
+        raise ValueError("landmarks contain NaN or infinity")
+    return lm
+
+
+def _smooth(img: np.ndarray, sigma: float) -> np.ndarray:
+    """Gaussian blur of a smooth float map, done at a reduced size when sigma is large (same result to
+    within a few thousandths, much cheaper)."""
+    h, w = img.shape[:2]
+    factor = max(1, int(sigma // 3))
+    if factor == 1:
+        return cv2.GaussianBlur(img, (0, 0), max(sigma, 0.5))
+    small = cv2.resize(img, (max(1, w // factor), max(1, h // factor)), interpolation=cv2.INTER_AREA)
+    small = cv2.GaussianBlur(small, (0, 0), sigma / factor)
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def _opening(poly: np.ndarray, down: np.ndarray) -> float:
+    """Mean height of a ring polygon across its long axis: area / extent along `down`'s normal."""
+    p = np.asarray(poly, dtype=np.float64)[:, :2]
+    area = 0.5 * abs(float(np.sum(p[:, 0] * np.roll(p[:, 1], -1) - np.roll(p[:, 0], -1) * p[:, 1])))
+    across = p @ np.array([-float(down[1]), float(down[0])])
+    return area / max(float(across.max() - across.min()), 1.0)
+
+
+def _cross2(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
+
+
+def _ring_distance(triangles: np.ndarray, num_vertices: int, ring: np.ndarray) -> np.ndarray:
+    """Mesh-edge hops from each vertex to the nearest vertex of `ring` (float; unreachable = large)."""
+    nbrs: list[set[int]] = [set() for _ in range(num_vertices)]
+    for a, b, c in triangles.tolist():
+        nbrs[a].update((b, c))
+        nbrs[b].update((a, c))
+        nbrs[c].update((a, b))
+    dist = np.full(num_vertices, 1e9)
+    frontier = [int(v) for v in ring]
+    dist[frontier] = 0
+    hop = 0
+    while frontier:
+        hop += 1
+        nxt = []
+        for v in frontier:
+            for u in nbrs[v]:
+                if dist[u] > hop:
+                    dist[u] = hop
+                    nxt.append(u)
+        frontier = nxt
+    return dist
+
+
+def _similarity_align(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """src (N, 3) moved by the least-squares similarity (Umeyama: rotation, uniform scale, translation)
+    that best maps it onto dst (N, 3)."""
+    ms, md = src.mean(0), dst.mean(0)
+    a, b = src - ms, dst - md
+    u, sig, vt = np.linalg.svd(b.T @ a / len(src))
+    e = np.eye(3)
+    e[2, 2] = np.sign(np.linalg.det(u @ vt)) or 1.0
+    rot = u @ e @ vt
+    var = (a * a).sum() / len(src)
+    scale = float((sig * np.diag(e)).sum() / max(var, 1e-12))
+    return scale * a @ rot.T + md
+
+
+def _affine_tables(tris: np.ndarray, vt: np.ndarray, vs: np.ndarray, shift: np.ndarray | None,
+                   drawable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-triangle affine coefficients (row 0 = "no triangle"), each (T + 1, 6) float32 as
+    (ax, bx, cx, ay, by, cy): a target pixel (x, y) maps to (ax x + bx y + cx, ay x + by y + cy).
+    The first table maps target pixels to source pixels, the second (if `shift` is given) to the
+    shape-transfer shift, interpolated linearly inside each triangle."""
+    ok = np.nonzero(drawable)[0]
+    dmat = np.ones((len(ok), 3, 3), dtype=np.float64)
+    for k in range(3):
+        dmat[:, k, :2] = vt[tris[ok, k], :2]
+    rhs = [np.stack([vs[tris[ok, k], :2] for k in range(3)], axis=1).astype(np.float64)]
+    if shift is not None:
+        rhs.append(np.stack([shift[tris[ok, k]] for k in range(3)], axis=1).astype(np.float64))
+    sol = np.linalg.solve(dmat, np.concatenate(rhs, axis=2))  # (k, 3, 2 or 4): [x y 1] @ sol
+    tables = []
+    for j in range(len(rhs)):
+        t = np.zeros((len(tris) + 1, 6), dtype=np.float32)
+        t[0] = (0, 0, -1e4, 0, 0, -1e4) if j == 0 else 0
+        t[ok + 1] = np.stack([sol[:, 0, 2 * j], sol[:, 1, 2 * j], sol[:, 2, 2 * j],
+                              sol[:, 0, 2 * j + 1], sol[:, 1, 2 * j + 1], sol[:, 2, 2 * j + 1]], axis=1)
+        tables.append(t)
+    return tables[0], (tables[1] if shift is not None else None)
