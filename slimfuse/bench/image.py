@@ -124,7 +124,7 @@ def _child(name: str, runs: int, queue: multiprocessing.Queue) -> None:  # type:
     queue.put(asdict(measure_target(name, runs)))
 
 
-def run(runs: int = 20, json_path: Path | None = None) -> list[TargetResult]:
+def run(runs: int = 20, json_path: Path | None = None, plot_path: Path | None = None) -> list[TargetResult]:
     context = multiprocessing.get_context("spawn")
     results = []
     for name in TARGETS:
@@ -137,7 +137,32 @@ def run(runs: int = 20, json_path: Path | None = None) -> list[TargetResult]:
     print(markdown_table(results, runs))
     if json_path is not None:
         json_path.write_text(json.dumps([asdict(result) for result in results], indent=2))
+    if plot_path is not None:
+        plot(results, plot_path)
     return results
+
+
+def plot(results: list[TargetResult], path: Path) -> None:
+    """Horizontal bars of each stage's median latency, one group per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(8, 3.5))
+    height = 0.8 / len(results)
+    for index, result in enumerate(results):
+        positions = np.arange(len(STAGES)) + index * height
+        axes.barh(positions, [result.stage_ms[stage] for stage in STAGES], height=height,
+                  label=f"{result.target} (peak RSS {result.peak_rss_mb:.0f} MB)")
+    axes.set_yticks(np.arange(len(STAGES)) + height * (len(results) - 1) / 2, STAGES)
+    axes.invert_yaxis()
+    axes.set_xlabel("median latency, ms")
+    axes.set_title("slimfuse bench image")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    pyplot.close(figure)
 
 
 def markdown_table(results: list[TargetResult], runs: int) -> str:

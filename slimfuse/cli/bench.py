@@ -13,6 +13,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     image = kinds.add_parser("image", help="per-stage latency and peak RSS of the image swap (512 px and 1080p)")
     image.add_argument("--runs", type=int, default=20, help="runs per stage; the median is reported")
     image.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    image.add_argument("--plot", type=Path, default=None, help="also draw the stage latencies to this PNG file")
     add_common_options(image)
     parser.set_defaults(command=run)
 
@@ -20,5 +21,5 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from slimfuse.bench import image
 
-    image.run(runs=args.runs, json_path=args.json)
+    image.run(runs=args.runs, json_path=args.json, plot_path=args.plot)
     return 0
