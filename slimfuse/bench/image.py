@@ -71,7 +71,7 @@ def _median_ms(action: Callable[[], object], runs: int) -> float:
 
 
 def measure_target(name: str, runs: int) -> TargetResult:
-    from slimfuse.pipeline.image import ImageSwapper, crop_face
+    from slimfuse.pipeline.image import ImageSwapper
     from slimfuse.processors.blend import paste_back
 
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-") as work:
@@ -88,21 +88,21 @@ def measure_target(name: str, runs: int) -> TargetResult:
         swapper = ImageSwapper(config, pool, store.notify)
         model_load_ms = (time.perf_counter() - start) * 1000
 
-        source = swapper.prepare_source()
+        prepared = swapper.prepare_sources()
         loaded = read_image(target_path)
         frame = loaded.rgb
         detector = FaceDetector({key: pool.session(spec.model) for key, spec in SPECS.items()}, DetectorOptions())
         mesh = FaceMesh(pool.session(MESH_MODEL))
         face = mesh.landmarks(frame, detector.detect(frame)[0])
         assert face is not None
-        crop = crop_face(frame, face, config.target_face_size)
-        swapped, alpha = swapper.swapper.swap_crop(crop.image, crop.landmarks, source)
-        result = paste_back(frame, swapped, alpha, crop.crop_from_frame)
+        processor = swapper.processors[0]
+        crop = processor.crop(frame, face)
+        processed = processor.process([crop], prepared[0])[0]
+        result = paste_back(frame, processed.image, processed.alpha, crop.crop_from_frame)
         output = compose_output(loaded, result)
 
         def swap_one() -> None:
-            piece = crop_face(frame, face, config.target_face_size)
-            swapper.swapper.swap_crop(piece.image, piece.landmarks, source)
+            processor.process([processor.crop(frame, face)], prepared[0])
 
         stage_ms = {
             "read": _median_ms(lambda: read_image(target_path), runs),
@@ -110,11 +110,11 @@ def measure_target(name: str, runs: int) -> TargetResult:
             "landmarks": _median_ms(lambda: mesh.landmarks(frame, face), runs),
             "identity": _median_ms(lambda: identity.descriptor(frame, face), runs),
             "swap": _median_ms(swap_one, runs),
-            "blend": _median_ms(lambda: paste_back(frame, swapped, alpha, crop.crop_from_frame), runs),
+            "blend": _median_ms(lambda: paste_back(frame, processed.image, processed.alpha, crop.crop_from_frame), runs),
             "write": _median_ms(lambda: write_image_atomic(output, config.output), runs),
         }
-        total = _median_ms(lambda: swapper.swap_frame(frame.copy(), [mesh.landmarks(frame, detector.detect(frame)[0])],
-                                                      source), runs)
+        total = _median_ms(lambda: swapper.swap_frame(frame, [mesh.landmarks(frame, detector.detect(frame)[0])],
+                                                      prepared), runs)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     height, width = frame.shape[:2]
     return TargetResult(name, width, height, model_load_ms, stage_ms, total, peak)

@@ -2,17 +2,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from slimfuse.config import RunConfig
 from slimfuse.errors import NoSourceFaceError, NoTargetFaceError, OutputIsInputError
-from slimfuse.faces.analyse import FaceAnalyser, frontalness
+from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.detect import DetectorOptions
-from slimfuse.faces.geometry import apply_affine, rotated_square
 from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distance
 from slimfuse.faces.mesh_topology import MeshTopology
 from slimfuse.faces.select import select_faces
@@ -20,36 +17,12 @@ from slimfuse.faces.types import Face
 from slimfuse.media.image_io import LoadedImage, check_output_path, compose_output, read_image, write_image_atomic
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
+from slimfuse.processors.base import FaceProcessor, SourcePhoto
 from slimfuse.processors.blend import paste_back
-from slimfuse.processors.mesh_swap import MeshSwapOptions, MeshSwapper, SourceFace
+from slimfuse.processors.mesh_processor import MeshSwapProcessor
+from slimfuse.processors.mesh_swap import MeshSwapOptions
 
 TOPOLOGY = "face_mesh_topology"
-# The face crop holds this much context around the mesh's extent, for the mask's feathered edge.
-CROP_CONTEXT = 1.6
-
-
-@dataclass(frozen=True)
-class FaceCrop:
-    image: np.ndarray
-    landmarks: np.ndarray
-    crop_from_frame: np.ndarray
-
-
-def crop_face(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
-    """An upright crop around the face, scaled down so the face is at most `max_face_size` pixels."""
-    assert face.landmarks is not None
-    points = face.landmarks[:, :2]
-    low, high = points.min(0), points.max(0)
-    extent = float(max(high - low))
-    side = CROP_CONTEXT * extent
-    scale = min(1.0, max_face_size / max(extent, 1.0))
-    size = max(8, int(round(side * scale)))
-    matrix = rotated_square((low + high) / 2, side, 0.0, size)
-    image = cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
-                           borderMode=cv2.BORDER_REPLICATE)
-    z = face.landmarks[:, 2:] * (size / side)
-    landmarks = np.hstack([apply_affine(matrix, points), z]).astype(np.float32)
-    return FaceCrop(image=image, landmarks=landmarks, crop_from_frame=matrix)
 
 
 class ImageSwapper:
@@ -62,12 +35,10 @@ class ImageSwapper:
         self.analyser = FaceAnalyser(pool, DetectorOptions(
             model=config.face_detector_model, score=config.face_detector_score, tile_size=config.face_detector_size))
         self.identity = IdentityModel(pool)
-        topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
-        self.swapper = MeshSwapper(topology, MeshSwapOptions(
-            keep_mouth=config.keep_mouth, keep_eyes=config.keep_eyes, blend=config.blend))
+        self.processors: list[FaceProcessor] = [build_swapper(config, pool)]
 
-    def prepare_source(self) -> SourceFace:
-        """The most frontal face among the source photos (all of one person) as the texture to map."""
+    def prepare_sources(self) -> list[object]:
+        """Each processor's state from the source photos (all of one person), computed once a run."""
         found: list[tuple[LoadedImage, Face]] = []
         for path in self.config.sources:
             loaded = read_image(path)
@@ -77,9 +48,8 @@ class ImageSwapper:
             found.append((loaded, faces[0]))
         if len(found) > 1:
             self._warn_if_mixed_identities(found)
-        loaded, face = max(found, key=lambda item: frontalness(item[1]))
-        crop = crop_face(loaded.rgb, face, self.config.target_face_size)
-        return self.swapper.prepare_source(crop.image, crop.landmarks)
+        photos = [SourcePhoto(image=loaded.rgb, face=face) for loaded, face in found]
+        return [processor.prepare(photos) for processor in self.processors]
 
     def _warn_if_mixed_identities(self, found: list[tuple[LoadedImage, Face]]) -> None:
         descriptors = [self.identity.descriptor(loaded.rgb, face) for loaded, face in found]
@@ -110,25 +80,32 @@ class ImageSwapper:
         position = min(config.reference_face_position, len(candidates) - 1)
         return self.identity.descriptor(reference, candidates[position])
 
-    def swap_frame(self, frame: np.ndarray, faces: list[Face], source: SourceFace) -> np.ndarray:
-        for face in faces:
-            crop = crop_face(frame, face, self.config.target_face_size)
-            swapped, alpha = self.swapper.swap_crop(crop.image, crop.landmarks, source)
-            frame = paste_back(frame, swapped, alpha, crop.crop_from_frame)
+    def swap_frame(self, frame: np.ndarray, faces: list[Face], prepared: list[object]) -> np.ndarray:
+        """Run every processor over the frame's faces, one batch per processor, pasting each result back."""
+        for processor, state in zip(self.processors, prepared, strict=True):
+            crops = [processor.crop(frame, face) for face in faces]
+            for crop, result in zip(crops, processor.process(crops, state), strict=True):
+                frame = paste_back(frame, result.image, result.alpha, crop.crop_from_frame)
         return frame
 
     def run(self) -> Path:
         config = self.config
         check_output_path(config.output)
         _refuse_overwriting_inputs(config)
-        source = self.prepare_source()
+        prepared = self.prepare_sources()
         target = read_image(config.target)
         faces = self.select(target.rgb, self.analyser.faces(target.rgb))
         if not faces:
             raise NoTargetFaceError(config.target)
-        result = self.swap_frame(target.rgb.copy(), faces, source)
+        result = self.swap_frame(target.rgb.copy(), faces, prepared)
         write_image_atomic(compose_output(target, result), config.output, target.icc_profile)
         return config.output
+
+
+def build_swapper(config: RunConfig, pool: ModelPool) -> FaceProcessor:
+    topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
+    options = MeshSwapOptions(keep_mouth=config.keep_mouth, keep_eyes=config.keep_eyes, blend=config.blend)
+    return MeshSwapProcessor(topology, options, config.target_face_size)
 
 
 def _refuse_overwriting_inputs(config: RunConfig) -> None:

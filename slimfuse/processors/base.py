@@ -1,0 +1,74 @@
+"""The processor contract: every face processor (swapper, enhancer) works on face crops in batches.
+
+The pipeline asks a processor to cut each face out of the frame (`crop`, each processor its own alignment and
+size), hands it the crops of a frame as one batch (`process`), and pastes each result back through the
+inverse of `crop_from_frame` with the returned alpha. A processor reads no files and parses no options; models
+come from the run's ModelPool.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from slimfuse.faces.geometry import apply_affine, rotated_square
+from slimfuse.faces.types import Face
+
+# A face crop holds this much context around the mesh's extent, for the mask's feathered edge.
+CROP_CONTEXT = 1.6
+
+
+@dataclass(frozen=True)
+class FaceCrop:
+    """A face cut out of a frame: the pixels, the mesh in crop pixels, and the frame-to-crop affine."""
+
+    image: np.ndarray
+    landmarks: np.ndarray
+    crop_from_frame: np.ndarray
+
+
+@dataclass(frozen=True)
+class SourcePhoto:
+    """One source photo and its (largest) face."""
+
+    image: np.ndarray
+    face: Face
+
+
+@dataclass(frozen=True)
+class Processed:
+    """A processed crop (same shape as the input crop) and where it differs from it (alpha in [0, 1])."""
+
+    image: np.ndarray
+    alpha: np.ndarray
+
+
+class FaceProcessor(Protocol):
+    def prepare(self, sources: Sequence[SourcePhoto]) -> object:
+        """What the processor needs from the source photos (a texture, an embedding), computed once a run."""
+        ...
+
+    def crop(self, frame: np.ndarray, face: Face) -> FaceCrop: ...
+
+    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]: ...
+
+
+def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
+    """An upright square crop around the face's mesh, scaled down so the face is at most `max_face_size` px."""
+    if face.landmarks is None:
+        raise ValueError("the face has no landmarks")
+    points = face.landmarks[:, :2]
+    low, high = points.min(0), points.max(0)
+    extent = float(max(high - low))
+    side = CROP_CONTEXT * extent
+    scale = min(1.0, max_face_size / max(extent, 1.0))
+    size = max(8, int(round(side * scale)))
+    matrix = rotated_square((low + high) / 2, side, 0.0, size)
+    image = cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
+                           borderMode=cv2.BORDER_REPLICATE)
+    z = face.landmarks[:, 2:] * (size / side)
+    landmarks = np.hstack([apply_affine(matrix, points), z]).astype(np.float32)
+    return FaceCrop(image=image, landmarks=landmarks, crop_from_frame=matrix)
