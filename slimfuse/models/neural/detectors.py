@@ -1,0 +1,6 @@
+"""Catalog entries: detectors that users bring (none ship in a registry package; see the README)."""
+from __future__ import annotations
+
+from slimfuse.models.spec import ModelSpec
+
+MODELS: tuple[ModelSpec, ...] = ()

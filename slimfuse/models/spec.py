@@ -1,0 +1,69 @@
+"""The shape of a model spec: where a model comes from, how it is checked, and how it is called."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Conversion(StrEnum):
+    """How the fetched file becomes the stored model file."""
+
+    COPY = "copy"
+    TFLITE_TO_ONNX = "tflite-to-onnx"
+    MESH_TOPOLOGY = "mesh-topology"
+
+
+@dataclass(frozen=True)
+class PackageArchive:
+    """A pinned archive on the Python package index, fetched with pip so the user's index settings apply."""
+
+    requirement: str
+    filename: str
+    sha256: str
+    pip_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int | str, ...]
+    """Fixed sizes as ints; a named (str) axis, such as "batch", may take any size."""
+
+
+@dataclass(frozen=True)
+class ModelIO:
+    """How a neural model is called: its tensors, the face alignment it expects and its pixel normalisation."""
+
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    template: str | None = None
+    """Alignment template name (see slimfuse.faces.align), for models that take aligned faces."""
+    crop_size: int | None = None
+    mean: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    std: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    """Input = (RGB/255 - mean) / std."""
+    companions: tuple[str, ...] = ()
+    """Other catalog models this one needs (an embedding converter, a recogniser)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    kind: str
+    licence: str
+    filename: str
+    sha256: str | None
+    """None: not pinned; recorded on first fetch or use and verified after (trust on first use)."""
+    size: int | None
+    description: str
+    source_name: str
+    """File name of the fetched original (before conversion)."""
+    source_sha256: str | None
+    archive: PackageArchive | None = None
+    member: str | None = None
+    """Path of the original inside the archive."""
+    urls: tuple[str, ...] = field(default=())
+    """HTTPS addresses of the original, tried before the package index."""
+    conversion: Conversion = Conversion.COPY
+    io: ModelIO | None = None
+    """For neural models: how to call them."""
