@@ -43,6 +43,16 @@ class FaceMesh:
             return None
         return replace(face, landmarks=points)
 
+    def follow(self, image: np.ndarray, previous: Face) -> Face | None:
+        """The face in a new video frame, from the crop its mesh had in the previous frame (no detector);
+        None when the face is no longer there, so the caller runs detection again."""
+        if previous.landmarks is None:
+            return self.landmarks(image, previous)
+        points, present = self._run(image, *crop_from_landmarks(previous.landmarks))
+        if not present:
+            return None
+        return Face(box=_box_of(points), score=previous.score, keypoints=_keypoints_of(points), landmarks=points)
+
     def _run(self, image: np.ndarray, centre: np.ndarray, side: float, angle: float) -> tuple[np.ndarray, bool]:
         matrix = rotated_square(centre, side, angle, MESH_SIZE)
         crop = cv2.warpAffine(image, matrix, (MESH_SIZE, MESH_SIZE), flags=cv2.INTER_LINEAR,
@@ -55,6 +65,19 @@ class FaceMesh:
         z = points[:, 2] * side / MESH_SIZE
         present = 1.0 / (1.0 + math.exp(-float(np.clip(logit.reshape(-1)[0], -100, 100)))) > PRESENCE_THRESHOLD
         return np.column_stack([xy, z]).astype(np.float32), present
+
+
+# Mesh points standing in for the detector's six keypoints: eye centres (from the eye corners), nose tip,
+# mouth centre, and the two cheek edges near the ears.
+_KEYPOINT_SOURCES: tuple[tuple[int, ...], ...] = ((33, 133), (263, 362), (1,), (13, 14), (234,), (454,))
+
+
+def _keypoints_of(points: np.ndarray) -> np.ndarray:
+    return np.array([points[list(indices), :2].mean(0) for indices in _KEYPOINT_SOURCES], dtype=np.float32)
+
+
+def _box_of(points: np.ndarray) -> np.ndarray:
+    return np.concatenate([points[:, :2].min(0), points[:, :2].max(0)]).astype(np.float32)
 
 
 def crop_from_landmarks(points: np.ndarray) -> tuple[np.ndarray, float, float]:

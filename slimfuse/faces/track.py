@@ -1,0 +1,194 @@
+"""Faces followed through a video: who is who from frame to frame, with steady landmarks.
+
+The detector runs every `detect_interval` frames, or sooner when a face is lost or two faces overlap; in
+between, each face's mesh is found from the crop its mesh had in the previous frame, as MediaPipe's own video
+mode does. Detections are matched to tracks by box overlap; where that is ambiguous (faces crossing), by identity,
+which is computed once per track rather than once per frame.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from slimfuse.faces.detect import FaceDetector
+from slimfuse.faces.geometry import iou
+from slimfuse.faces.identity import distance
+from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.faces.smooth import OneEuroFilter, OneEuroSettings
+from slimfuse.faces.types import Face
+
+Describe = Callable[[np.ndarray, Face], np.ndarray]
+
+
+@dataclass(frozen=True)
+class TrackerOptions:
+    detect_interval: int = 5
+    """Run the detector every this many frames (1 = every frame)."""
+    match_iou: float = 0.3
+    crossing_iou: float = 0.2
+    """Two tracks overlapping more than this are checked by identity at the next detection."""
+    max_missed: int = 2
+    """Detections a track may miss before it ends."""
+    smoothing: OneEuroSettings | None = OneEuroSettings()
+
+
+@dataclass
+class Track:
+    id: int
+    face: Face
+    """The latest face, landmarks smoothed."""
+    raw: Face
+    """The latest face as the models gave it (what the next frame's crop follows)."""
+    filter: OneEuroFilter | None
+    descriptor: np.ndarray | None = None
+    missed: int = 0
+    age: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+    """Per-track state of later stages (reuse caches, colour statistics)."""
+
+
+class FaceTracker:
+    def __init__(self, detector: FaceDetector, mesh: FaceMesh, describe: Describe,
+                 options: TrackerOptions = TrackerOptions()) -> None:
+        self.detector = detector
+        self.mesh = mesh
+        self.describe = describe
+        self.options = options
+        self.tracks: list[Track] = []
+        self._next_id = 0
+        self._frames = 0
+        self._force_detection = True
+        self.detections_run = 0
+        self.identities_computed = 0
+
+    def update(self, frame: np.ndarray, time: float) -> list[Track]:
+        """The tracks visible in this frame, largest face first."""
+        detect = self._force_detection or self._frames % self.options.detect_interval == 0
+        self._frames += 1
+        self._force_detection = False
+        if detect:
+            visible = self._update_with_detections(frame)
+        else:
+            visible = self._follow(frame)
+        for track in visible:
+            track.age += 1
+            track.face = self._smoothed(track, time)
+        if self._any_crossing(visible):
+            self._force_detection = True
+        return sorted(visible, key=lambda track: -track.face.size)
+
+    def descriptor(self, frame: np.ndarray, track: Track) -> np.ndarray:
+        """The track's identity, computed on first need only."""
+        if track.descriptor is None:
+            track.descriptor = self.describe(frame, track.raw)
+            self.identities_computed += 1
+        return track.descriptor
+
+    def _follow(self, frame: np.ndarray) -> list[Track]:
+        visible = []
+        for track in self.tracks:
+            followed = self.mesh.follow(frame, track.face)
+            if followed is None:
+                self._force_detection = True  # lost: look again with the detector next frame
+                continue
+            track.raw = followed
+            visible.append(track)
+        return visible
+
+    def _update_with_detections(self, frame: np.ndarray) -> list[Track]:
+        self.detections_run += 1
+        detections = self.detector.detect(frame)
+        pairs = self._match(frame, detections)
+        visible: list[Track] = []
+        matched_tracks = set()
+        for track, detection in pairs:
+            followed = self.mesh.follow(frame, track.face)
+            if followed is None or float(iou(followed.box, detection.box[None])[0]) < self.options.match_iou:
+                followed = self.mesh.landmarks(frame, detection)  # drifted: start again from the detection
+            if followed is None:
+                continue
+            track.raw, track.missed = followed, 0
+            matched_tracks.add(track.id)
+            visible.append(track)
+        matched_detections = {id(detection) for _, detection in pairs}
+        for detection in detections:
+            if id(detection) in matched_detections:
+                continue
+            face = self.mesh.landmarks(frame, detection)
+            if face is not None:
+                visible.append(self._new_track(face))
+        survivors = []
+        for track in self.tracks:
+            if track.id not in matched_tracks:
+                track.missed += 1
+                if track.missed <= self.options.max_missed:
+                    survivors.append(track)
+        self.tracks = visible + survivors
+        return visible
+
+    def _match(self, frame: np.ndarray, detections: list[Face]) -> list[tuple[Track, Face]]:
+        """Greedy matching by box overlap; tracks that overlap each other are settled by identity."""
+        if not self.tracks or not detections:
+            return []
+        boxes = np.array([d.box for d in detections])
+        overlaps = np.array([iou(track.raw.box, boxes) for track in self.tracks])
+        pairs: list[tuple[Track, Face]] = []
+        used_tracks: set[int] = set()
+        used_detections: set[int] = set()
+        for flat in np.argsort(-overlaps, axis=None):
+            t, d = np.unravel_index(flat, overlaps.shape)
+            if overlaps[t, d] < self.options.match_iou or t in used_tracks or d in used_detections:
+                continue
+            used_tracks.add(int(t))
+            used_detections.add(int(d))
+            pairs.append((self.tracks[t], detections[d]))
+        return self._settle_by_identity(frame, pairs, overlaps)
+
+    def _settle_by_identity(self, frame: np.ndarray, pairs: list[tuple[Track, Face]],
+                            overlaps: np.ndarray) -> list[tuple[Track, Face]]:
+        """Where a detection overlaps two tracks, give each track the detection that looks like it."""
+        ambiguous = [i for i, (track, _) in enumerate(pairs)
+                     if (overlaps[self.tracks.index(track)] >= self.options.match_iou).sum() > 1]
+        if len(ambiguous) < 2:
+            return pairs
+        tracks = [pairs[i][0] for i in ambiguous]
+        faces = [pairs[i][1] for i in ambiguous]
+        probes = []
+        for face in faces:
+            located = self.mesh.landmarks(frame, face)
+            probes.append(self.describe(frame, located or face))
+            self.identities_computed += 1
+        settled = list(pairs)
+        free = list(range(len(faces)))
+        for slot, track in zip(ambiguous, tracks, strict=True):
+            reference = self.descriptor(frame, track)
+            best = min(free, key=lambda k: distance(probes[k], reference))
+            free.remove(best)
+            settled[slot] = (track, faces[best])
+            if faces[best] is not pairs[slot][1]:
+                track.raw = faces[best]  # the identity moved: restart the mesh crop from the detection
+                if track.filter is not None:
+                    track.filter.reset()
+        return settled
+
+    def _new_track(self, face: Face) -> Track:
+        smoothing = self.options.smoothing
+        track = Track(id=self._next_id, face=face, raw=face,
+                      filter=OneEuroFilter(smoothing) if smoothing is not None else None)
+        self._next_id += 1
+        return track
+
+    def _smoothed(self, track: Track, time: float) -> Face:
+        if track.filter is None or track.raw.landmarks is None:
+            return track.raw
+        landmarks = track.filter(track.raw.landmarks, time, scale=track.raw.size)
+        return replace(track.raw, landmarks=landmarks)
+
+    def _any_crossing(self, visible: list[Track]) -> bool:
+        for index, track in enumerate(visible[:-1]):
+            others = np.array([other.face.box for other in visible[index + 1:]])
+            if float(iou(track.face.box, others).max()) > self.options.crossing_iou:
+                return True
+        return False
