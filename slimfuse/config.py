@@ -31,3 +31,8 @@ class RunConfig:
     execution_thread_count: int = 0
     models_dir: Path | None = None
     home: Path | None = None
+    # Video
+    detect_interval: int = 5
+    reuse_threshold: float | None = None
+    """None: on (2.0) for neural swappers, off for the mesh swapper."""
+    reuse_max_frames: int = 3

@@ -65,7 +65,8 @@ class FaceTracker:
 
     def update(self, frame: np.ndarray, time: float) -> list[Track]:
         """The tracks visible in this frame, largest face first."""
-        detect = self._force_detection or self._frames % self.options.detect_interval == 0
+        # With no face being followed, only the detector can find one: run it on every frame until it does.
+        detect = self._force_detection or not self.tracks or self._frames % self.options.detect_interval == 0
         self._frames += 1
         self._force_detection = False
         if detect:

@@ -1,0 +1,114 @@
+"""Swapping faces frame after frame: tracking, selection that holds still, reuse, and per-frame statistics.
+
+This is the part of the video pipeline that sees pixels; reading and writing streams live in pipeline/video.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from slimfuse.config import RunConfig
+from slimfuse.faces.analyse import MESH_MODEL
+from slimfuse.faces.detect import SPECS, FaceDetector
+from slimfuse.faces.identity import distance
+from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.faces.track import FaceTracker, Track, TrackerOptions
+from slimfuse.pipeline.image import ImageSwapper
+from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions
+from slimfuse.processors.blend import paste_back
+
+# In `one` mode another face must be this much larger before the swap moves to it, so it does not flicker
+# between two faces of about the same size.
+SWITCH_MARGIN = 1.2
+
+
+@dataclass(frozen=True)
+class FrameStats:
+    frames: int
+    frames_with_faces: int
+    detections_run: int
+    identities_computed: int
+    generated: int
+    reused: int
+
+
+class FrameSwapper:
+    """Owns the per-run state of a video swap: tracks, the chosen face, the reuse cache."""
+
+    def __init__(self, swapper: ImageSwapper, config: RunConfig, reuse: ReuseOptions) -> None:
+        self.swapper = swapper
+        self.config = config
+        pool = swapper.pool
+        detector = FaceDetector({key: pool.session(SPECS[key].model)
+                                 for key in FaceDetector.models_for(config.face_detector_model)},
+                                swapper.analyser.detector_options)
+        self.tracker = FaceTracker(detector, FaceMesh(pool.session(MESH_MODEL)), swapper.identity.descriptor,
+                                   TrackerOptions(detect_interval=config.detect_interval))
+        self.reuse = ReuseCache(reuse)
+        self.prepared = swapper.prepare_sources()
+        self._reference: np.ndarray | None = None
+        self._chosen: int | None = None
+        self._frames = 0
+        self._with_faces = 0
+
+    def process(self, rgb: np.ndarray, time: float) -> np.ndarray:
+        """The frame with its selected faces swapped; frames without faces come back untouched."""
+        self._frames += 1
+        tracks = self.tracker.update(rgb, time)
+        self.reuse.forget({track.id for track in self.tracker.tracks})
+        selected = self._select(rgb, tracks)
+        if not selected:
+            return rgb
+        self._with_faces += 1
+        frame = rgb
+        for index, (processor, state) in enumerate(zip(self.swapper.processors, self.prepared, strict=True)):
+            crops = [processor.crop(frame, track.face) for track in selected]
+            results = [self.reuse.lookup((track.id, index), crop) for track, crop in zip(selected, crops, strict=True)]
+            missing = [i for i, result in enumerate(results) if result is None]
+            if missing:
+                fresh = processor.process([crops[i] for i in missing], state)
+                for i, result in zip(missing, fresh, strict=True):
+                    self.reuse.store((selected[i].id, index), crops[i], result)
+                    results[i] = result
+            for crop, result in zip(crops, results, strict=True):
+                assert result is not None
+                frame = paste_back(frame, result.image, result.alpha, crop.crop_from_frame)
+        return frame
+
+    def stats(self) -> FrameStats:
+        return FrameStats(frames=self._frames, frames_with_faces=self._with_faces,
+                          detections_run=self.tracker.detections_run,
+                          identities_computed=self.tracker.identities_computed,
+                          generated=self.reuse.generated, reused=self.reuse.reused)
+
+    def _select(self, rgb: np.ndarray, tracks: list[Track]) -> list[Track]:
+        mode = self.config.face_selector_mode
+        if not tracks:
+            return []
+        if mode == "many":
+            return tracks
+        if mode == "one":
+            return [self._hold_choice(tracks)]
+        reference = self._reference_descriptor(rgb, tracks)
+        return [track for track in tracks
+                if distance(self.tracker.descriptor(rgb, track), reference) <= self.config.reference_face_distance]
+
+    def _hold_choice(self, tracks: list[Track]) -> Track:
+        largest = tracks[0]
+        current = next((track for track in tracks if track.id == self._chosen), None)
+        if current is None or largest.face.size > SWITCH_MARGIN * current.face.size:
+            current = largest
+        self._chosen = current.id
+        return current
+
+    def _reference_descriptor(self, rgb: np.ndarray, tracks: list[Track]) -> np.ndarray:
+        """From --reference-face-image, or else the face at --reference-face-position in the first frame with faces."""
+        if self._reference is None:
+            if self.config.reference_face_image is not None:  # the target's own faces are not used then
+                self._reference = self.swapper.reference_descriptor(rgb, [])
+            else:
+                position = min(self.config.reference_face_position, len(tracks) - 1)
+                self._reference = self.tracker.descriptor(rgb, tracks[position])
+        return self._reference
+

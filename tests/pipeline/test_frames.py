@@ -1,0 +1,116 @@
+"""Frame-by-frame swapping: steady landmarks, untouched no-face frames, the right person when faces cross,
+identity once per track, and reuse."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
+from slimfuse.config import RunConfig
+from slimfuse.models.pool import ModelPool
+from slimfuse.pipeline.frames import FrameSwapper
+from slimfuse.pipeline.image import ImageSwapper
+from slimfuse.pipeline.reuse import ReuseOptions
+
+
+def _swapper(pool: ModelPool, source: Path, reuse: ReuseOptions = ReuseOptions(), **options: object) -> FrameSwapper:
+    config = RunConfig(sources=(source,), target=Path("clip.mp4"), output=Path("out.mp4"), **options)  # type: ignore[arg-type]
+    return FrameSwapper(ImageSwapper(config, pool, lambda message: None), config, reuse)
+
+
+def _crossing(grace_hopper: np.ndarray, astronaut: np.ndarray, frames: int = 40) -> list[tuple[np.ndarray, list]]:
+    """Two people walking past each other (the astronaut in front), with their face boxes."""
+    clip = []
+    for index in range(frames):
+        canvas = np.full((360, 640, 3), 80, dtype=np.uint8)
+        step = index / (frames - 1)
+        hopper = place(canvas, grace_hopper, GRACE_HOPPER_FACE, 90, (int(120 + 400 * step), 170))
+        collins = place(canvas, astronaut, ASTRONAUT_FACE, 90, (int(520 - 400 * step), 190))
+        clip.append((canvas, [hopper, collins]))
+    return clip
+
+
+def test_a_still_face_does_not_jitter(pool: ModelPool, grace_hopper: np.ndarray, astronaut_path: Path) -> None:
+    swapper = _swapper(pool, astronaut_path)
+    rng = np.random.default_rng(0)
+    previous = None
+    motion = []
+    for index in range(40):
+        noisy = np.clip(grace_hopper.astype(np.int16) + rng.integers(-3, 4, grace_hopper.shape), 0, 255)
+        tracks = swapper.tracker.update(noisy.astype(np.uint8), index / 25)
+        points = tracks[0].face.landmarks[:, :2]
+        if previous is not None and index >= 5:
+            motion.append(float(np.linalg.norm(points - previous, axis=1).mean()))
+        previous = points
+    assert np.mean(motion) <= 0.1
+
+
+def test_frames_without_faces_pass_through_untouched(pool: ModelPool, grace_hopper: np.ndarray,
+                                                     astronaut_path: Path) -> None:
+    swapper = _swapper(pool, astronaut_path)
+    empty = np.full((240, 320, 3), 60, dtype=np.uint8)
+    empty[100:140, 100:220] = 200
+    for index, frame in enumerate([empty, grace_hopper, empty]):
+        out = swapper.process(frame, index / 25)
+        assert (out is frame) == (frame is empty)
+        if frame is empty:
+            assert np.array_equal(out, empty)
+    assert swapper.stats().frames == 3 and swapper.stats().frames_with_faces == 1
+
+
+def test_reference_mode_keeps_the_chosen_person_when_faces_cross(pool: ModelPool, grace_hopper: np.ndarray,
+                                                                 astronaut: np.ndarray, astronaut_path: Path,
+                                                                 grace_hopper_path: Path) -> None:
+    swapper = _swapper(pool, grace_hopper_path, face_selector_mode="reference", reference_face_image=astronaut_path)
+    clip = _crossing(grace_hopper, astronaut)
+    for index, (frame, (hopper, collins)) in enumerate(clip):
+        changed = np.any(swapper.process(frame, index / 25) != frame, axis=2)
+        hopper_only = changed[int(hopper[1]):int(hopper[3]), int(hopper[0]):int(hopper[2])].copy()
+        x0, y0, x1, y1 = (int(v) for v in collins)
+        # Where the two boxes overlap, pixels belong to the astronaut, who is in front.
+        hopper_only[max(y0 - int(hopper[1]), 0):max(y1 - int(hopper[1]), 0),
+                    max(x0 - int(hopper[0]), 0):max(x1 - int(hopper[0]), 0)] = False
+        assert changed[y0:y1, x0:x1].mean() > 0.25, f"frame {index}: the astronaut was not swapped"
+        assert hopper_only.mean() < 0.02, f"frame {index}: Grace Hopper was swapped"
+    stats = swapper.stats()
+    # Identity is computed per track (and on crossings), not once per face per frame.
+    assert stats.identities_computed < len(clip)
+
+
+def test_reuse_skips_the_generator_on_a_still_face_and_stays_close(pool: ModelPool, grace_hopper: np.ndarray,
+                                                                   astronaut_path: Path) -> None:
+    plain = _swapper(pool, astronaut_path)
+    reusing = _swapper(pool, astronaut_path, ReuseOptions(threshold=4.0, max_frames=3))
+    rng = np.random.default_rng(1)
+    for index in range(12):
+        frame = np.clip(grace_hopper.astype(np.int16) + rng.integers(-2, 3, grace_hopper.shape), 0, 255)
+        frame = frame.astype(np.uint8)
+        expected = plain.process(frame, index / 25).astype(np.float64)
+        got = reusing.process(frame, index / 25).astype(np.float64)
+        psnr = 10 * np.log10(255.0**2 / max(np.mean((expected - got) ** 2), 1e-12))
+        assert psnr > 35
+    stats = reusing.stats()
+    assert stats.generated + stats.reused == 12
+    assert stats.reused >= 6 and stats.generated >= 3  # at most 3 reuses in a row
+    assert plain.stats().reused == 0
+
+
+@pytest.mark.parametrize("mode", ["one", "many"])
+def test_one_mode_holds_its_choice(pool: ModelPool, grace_hopper: np.ndarray, astronaut: np.ndarray,
+                                   astronaut_path: Path, mode: str) -> None:
+    swapper = _swapper(pool, astronaut_path, face_selector_mode=mode)
+    swapped_counts = []
+    for index in range(10):
+        canvas = np.full((360, 640, 3), 80, dtype=np.uint8)
+        # Two faces of nearly the same size whose order by size alternates every frame.
+        a = place(canvas, grace_hopper, GRACE_HOPPER_FACE, 100 + (index % 2) * 4, (170, 180))
+        b = place(canvas, astronaut, ASTRONAUT_FACE, 102, (470, 180))
+        changed = np.any(swapper.process(canvas, index / 25) != canvas, axis=2)
+        swapped_counts.append([bool(changed[int(box[1]):int(box[3]), int(box[0]):int(box[2])].mean() > 0.25)
+                               for box in (a, b)])
+    if mode == "many":
+        assert all(counts == [True, True] for counts in swapped_counts)
+    else:
+        assert all(counts == swapped_counts[0] for counts in swapped_counts) and sum(swapped_counts[0]) == 1
