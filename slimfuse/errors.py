@@ -100,6 +100,42 @@ class ImageTooLargeError(SlimfuseError):
     problem = "image is too large"
 
 
+class ProviderUnavailableError(SlimfuseError):
+    exit_code = 17
+    problem = "a requested execution provider is unavailable and --strict-provider forbids falling back"
+
+
+class ModelInvalidError(SlimfuseError):
+    exit_code = 18
+    problem = "model file is not a usable model (not ONNX, truncated, or not the inputs its catalog entry says)"
+
+
+class NoVideoStreamError(SlimfuseError):
+    exit_code = 30
+    problem = "no video stream in the file (an audio-only file, or not a video)"
+
+
+class NoFramesError(SlimfuseError):
+    exit_code = 31
+    problem = "the video stream holds no frames"
+
+
+class CodecUnavailableError(SlimfuseError):
+    exit_code = 32
+    problem = "the video's codec, or the encoder asked for, is not available in this FFmpeg build"
+
+
+class VideoDecodeStoppedError(InputCorruptError):
+    """Decoding stopped partway; `frame_index` is the first frame that did not decode (the ones before it did)."""
+
+    exit_code = 33
+    problem = "video is corrupt or truncated: decoding stopped partway"
+
+    def __init__(self, path: Path | str | None, frame_index: int, reason: str) -> None:
+        self.frame_index = frame_index
+        super().__init__(path, f"decoding stopped at frame {frame_index} ({reason})")
+
+
 class InterruptedByUser(SlimfuseError):
     exit_code = 130
     problem = "interrupted"
@@ -126,6 +162,12 @@ EXIT_CODES: dict[int, str] = {
             ModelUnavailableError,
             ModelCorruptError,
             ImageTooLargeError,
+            ProviderUnavailableError,
+            ModelInvalidError,
+            NoVideoStreamError,
+            NoFramesError,
+            CodecUnavailableError,
+            VideoDecodeStoppedError,
             InterruptedByUser,
         )
     },

@@ -5,14 +5,16 @@ import argparse
 
 from slimfuse.cli.common import add_common_options, make_store
 from slimfuse.errors import ModelCorruptError, UsageError
-from slimfuse.models.store import Store
+from slimfuse.models.store import TRUST_ON_FIRST_USE, ModelStatus, Store
+from slimfuse.models.validate import check_file
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("models", help="list, fetch, verify or locate models")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", help="every model: name, kind, licence, size, sha256, location, state")
-    fetch = actions.add_parser("fetch", help="fetch models (all when no NAME is given)")
+    listing = actions.add_parser("list", help="every model: name, kind, licence, size, sha256, pinning, state, "
+                                              "location")
+    fetch = actions.add_parser("fetch", help="fetch models (every pinned model when no NAME is given)")
     fetch.add_argument("names", nargs="*", metavar="NAME")
     verify = actions.add_parser("verify", help="check every present model file against its sha256")
     path = actions.add_parser("path", help="print where model NAME is stored")
@@ -30,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
         _check_names(store, args.names)
         for location in store.fetch(args.names or None):
             print(location)
+        for name in args.names:  # a model users bring is checked before it is called fetched
+            problem = check_file(store.catalog.get(name), store.path(name))
+            if problem is not None:
+                store.reject(name, store.path(name), problem)
         return 0
     if args.action == "verify":
         return _verify(store)
@@ -45,13 +51,15 @@ def _check_names(store: Store, names: list[str]) -> None:
 
 
 def _list(store: Store) -> int:
-    header = ("name", "kind", "licence", "size", "sha256", "state", "location")
+    header = ("name", "kind", "licence", "size", "sha256", "pinning", "state", "location")
     rows = [header]
     for name in store.catalog.names():
         status = store.status(name)
         spec = status.spec
-        state = "verified" if status.verified else ("CORRUPT" if status.present else "missing")
-        rows.append((name, spec.kind, spec.licence, _size(spec.size), spec.sha256[:16], state, str(status.path)))
+        digest = spec.sha256 or status.recorded
+        pinning = status.pinning + (", recorded" if status.recorded else "")
+        rows.append((name, spec.kind, spec.licence, _size(spec.size), digest[:16] if digest else "-", pinning,
+                     _state(status), str(status.path)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
@@ -62,9 +70,13 @@ def _verify(store: Store) -> int:
     bad = []
     for name in store.catalog.names():
         status = store.status(name)
-        state = "verified" if status.verified else ("FAILED sha256" if status.present else "missing")
+        unrecorded = status.present and status.pinning == TRUST_ON_FIRST_USE and status.recorded is None
+        if unrecorded:
+            state = "present, sha256 not yet recorded (trust on first use)"
+        else:
+            state = "verified" if status.verified else ("FAILED sha256" if status.present else "missing")
         print(f"{name}: {state}")
-        if status.present and not status.verified:
+        if status.present and not status.verified and not unrecorded:
             bad.append(name)
     if bad:
         raise ModelCorruptError(detail=f"{', '.join(bad)} failed sha256 verification; "
@@ -72,5 +84,17 @@ def _verify(store: Store) -> int:
     return 0
 
 
-def _size(size: int) -> str:
+def _state(status: ModelStatus) -> str:
+    if status.verified:
+        return "verified"
+    if not status.present:
+        return "missing"
+    if status.pinning == TRUST_ON_FIRST_USE and status.recorded is None:
+        return "present"
+    return "CORRUPT"
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return "?"
     return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size / 1e3:.0f} kB"

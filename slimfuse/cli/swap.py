@@ -2,12 +2,22 @@
 from __future__ import annotations
 
 import argparse
+from fractions import Fraction
 from pathlib import Path
 
 from slimfuse.cli.common import add_common_options, make_store
+from slimfuse.cli.progress import Progress
+from slimfuse.errors import UsageError
+from slimfuse.media.temp_frames import FRAME_FORMATS
+from slimfuse.media.video_encoding import CONTAINERS, ENCODERS, PRESETS, EncodeSettings
+from slimfuse.models.store import Notify
 from slimfuse.config import RunConfig
+from slimfuse.faces.recognize import RECOGNIZERS
+from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.neural.swappers import SWAPPER_NAMES
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.runtime import PROVIDERS
+from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 
 DEFAULTS = RunConfig(sources=(), target=Path(), output=Path())
 
@@ -21,7 +31,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="the image whose faces are replaced (.jpg .jpeg .png .webp .bmp)")
     parser.add_argument("-o", "--output", "--output-path", dest="output", type=Path, required=True,
                         help="where to write the result; its type follows its extension")
-    parser.add_argument("--face-swapper-model", choices=["mesh"], default=DEFAULTS.face_swapper_model)
+    parser.add_argument("--face-swapper-model", choices=["mesh", *SWAPPER_NAMES], default=DEFAULTS.face_swapper_model,
+                        metavar="MODEL", help="mesh (embedded) or a neural swapper placed with --models-dir: "
+                        + ", ".join(SWAPPER_NAMES))
     parser.add_argument("--face-selector-mode", choices=["one", "many", "reference"],
                         default=DEFAULTS.face_selector_mode,
                         help="one: the largest face; many: every face; reference: faces like the reference face")
@@ -30,7 +42,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--reference-face-position", type=int, default=DEFAULTS.reference_face_position,
                         help="which face of the reference photo, 0 = largest")
     parser.add_argument("--reference-face-distance", type=float, default=DEFAULTS.reference_face_distance,
-                        help="largest identity distance (dlib) still counted as the reference person")
+                        help="largest identity distance still counted as the reference person (dlib: "
+                        "Euclidean; arcface: 1 - cosine similarity)")
     parser.add_argument("--face-detector-model", choices=["short", "full", "auto"],
                         default=DEFAULTS.face_detector_model)
     parser.add_argument("--face-detector-score", type=_unit_float, default=None,
@@ -47,6 +60,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="feathered alpha (default) or Poisson blending")
     parser.add_argument("--execution-thread-count", type=int, default=DEFAULTS.execution_thread_count,
                         help="ONNX Runtime threads per model, 0 = one per core")
+    _add_neural_options(parser)
+    _add_video_options(parser)
     add_common_options(parser)
     parser.set_defaults(command=run)
 
@@ -70,14 +85,165 @@ def run(args: argparse.Namespace) -> int:
         blend=args.blend,
         execution_thread_count=args.execution_thread_count,
         models_dir=args.models_dir,
+        **_neural_config(args),
+        **_video_config(args),
     )
     from slimfuse.pipeline.image import ImageSwapper  # heavy: only the swap itself needs it
 
     store = make_store(args)
-    pool = ModelPool(store, RuntimeOptions(intra_op_threads=config.execution_thread_count))
+    pool = ModelPool(store, config.runtime_options())
+    if config.target.suffix.lower() in CONTAINERS:
+        return _run_video(args, config, pool, store.notify)
     output = ImageSwapper(config, pool, store.notify).run()
     print(output)
     return 0
+
+
+def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, notify: Notify) -> int:
+    from slimfuse.pipeline.video import TempFrameOptions, VideoSwapJob
+
+    if config.output.suffix.lower() not in CONTAINERS:
+        raise UsageError(config.output, f"a video target needs a video output ({', '.join(CONTAINERS)})")
+    encode = EncodeSettings(encoder=args.output_video_encoder, quality=args.output_video_quality,
+                            preset=args.output_video_preset, fps=args.output_video_fps,
+                            scale=args.output_video_scale, skip_audio=args.skip_audio)
+    temp = None
+    if args.temp_frame_format is not None:
+        temp = TempFrameOptions(args.temp_frame_format, args.temp_path, args.keep_temp)
+    progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
+    result = VideoSwapJob(config, pool, notify, encode, progress, temp).run()
+    stats = result.stats
+    progress.finish(output=str(result.output), frames_written=result.frames_written,
+                    frames_with_faces=stats.frames_with_faces, detections=stats.detections_run,
+                    generated=stats.generated, reused=stats.reused)
+    print(result.output)
+    return 0
+
+
+def _add_neural_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the neural models (enhancer, recogniser, pixel boost) and of ONNX Runtime."""
+    parser.add_argument("--face-swapper-pixel-boost", type=int, choices=PIXEL_BOOSTS, default=None, metavar="SIZE",
+                        help="align at SIZE px and run the swapper on interleaved sub-images of its own size "
+                        f"({', '.join(map(str, PIXEL_BOOSTS))}; a multiple of the model's size)")
+    parser.add_argument("--face-enhancer-model", "--enhancer", dest="face_enhancer_model",
+                        choices=["none", *ENHANCER_NAMES], default=DEFAULTS.face_enhancer_model, metavar="MODEL",
+                        help="enhance each face after the swap: none (default) or " + ", ".join(ENHANCER_NAMES))
+    parser.add_argument("--face-enhancer-blend", type=_percent, default=DEFAULTS.face_enhancer_blend,
+                        help="0-100: how much of the enhanced face replaces the face")
+    parser.add_argument("--face-enhancer-weight", type=_fraction, default=DEFAULTS.face_enhancer_weight,
+                        help="0-1: CodeFormer's fidelity (0 favours quality, 1 the input)")
+    parser.add_argument("--face-recognizer-model", choices=RECOGNIZERS, default=DEFAULTS.face_recognizer_model,
+                        help="identity model for reference selection and the source check")
+    parser.add_argument("--execution-provider", "--execution-providers", dest="execution_providers", nargs="+",
+                        choices=list(PROVIDERS), default=list(DEFAULTS.execution_providers), metavar="PROVIDER",
+                        help="ONNX Runtime providers in priority order (" + ", ".join(PROVIDERS) + "); "
+                        "the CPU is always the last resort, with a warning")
+    parser.add_argument("--execution-device-id", type=int, default=DEFAULTS.execution_device_id,
+                        help="which GPU the providers use")
+    parser.add_argument("--strict-provider", action="store_true",
+                        help="fail (exit 17, no output) instead of falling back when a requested provider is missing")
+    parser.add_argument("--execution-gpu-memory-limit", type=_byte_size, default=None, metavar="SIZE",
+                        help="the most GPU memory the CUDA/ROCm arena may take, e.g. 3.5G (default: no limit)")
+    parser.add_argument("--execution-arena-extend-strategy", choices=["kSameAsRequested", "kNextPowerOfTwo"],
+                        default=DEFAULTS.execution_arena_extend_strategy,
+                        help="how the GPU arena grows: only as asked (default) or in powers of two")
+    parser.add_argument("--execution-cudnn-conv-algo-search", choices=["HEURISTIC", "EXHAUSTIVE", "DEFAULT"],
+                        default=DEFAULTS.execution_cudnn_conv_algo_search,
+                        help="how cuDNN picks convolution algorithms (EXHAUSTIVE: slower start, more memory)")
+    parser.add_argument("--execution-tensorrt-fp16", action="store_true", help="let TensorRT run in fp16")
+    parser.add_argument("--execution-tensorrt-cache-dir", type=Path, default=None,
+                        help="keep TensorRT engines here between runs")
+
+
+def _neural_config(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "face_swapper_pixel_boost": args.face_swapper_pixel_boost,
+        "face_enhancer_model": args.face_enhancer_model,
+        "face_enhancer_blend": args.face_enhancer_blend,
+        "face_enhancer_weight": args.face_enhancer_weight,
+        "face_recognizer_model": args.face_recognizer_model,
+        "execution_providers": tuple(args.execution_providers),
+        "execution_device_id": args.execution_device_id,
+        "strict_provider": args.strict_provider,
+        "execution_gpu_memory_limit": args.execution_gpu_memory_limit,
+        "execution_arena_extend_strategy": args.execution_arena_extend_strategy,
+        "execution_cudnn_conv_algo_search": args.execution_cudnn_conv_algo_search,
+        "execution_tensorrt_fp16": args.execution_tensorrt_fp16,
+        "execution_tensorrt_cache_dir": args.execution_tensorrt_cache_dir,
+    }
+
+
+def _add_video_options(parser: argparse.ArgumentParser) -> None:
+    """Options that apply when the target is a video."""
+    video = parser.add_argument_group("video targets (.mp4 .m4v .mov .mkv .webm .avi)")
+    video.add_argument("--trim-frame-start", type=_non_negative_int, default=DEFAULTS.trim_frame_start,
+                       help="first frame to process (0-based)")
+    video.add_argument("--trim-frame-end", type=_positive_int, default=DEFAULTS.trim_frame_end,
+                       help="frame to stop before (default: the end)")
+    video.add_argument("--output-video-encoder", choices=ENCODERS, default=None,
+                       help="default: libvpx-vp9 for .webm, libx264 otherwise; NVENC needs an FFmpeg built with it")
+    video.add_argument("--output-video-quality", type=_percent, default=80,
+                       help="0-100, mapped linearly onto the encoder's CRF (x264/x265: 51 - 0.51 x quality)")
+    video.add_argument("--output-video-preset", choices=PRESETS, default="veryfast")
+    video.add_argument("--output-video-fps", type=Fraction, default=None,
+                       help="a constant output frame rate (default: keep every input frame's own timestamp)")
+    video.add_argument("--output-video-scale", type=float, default=1.0, help="output size factor, e.g. 0.5")
+    video.add_argument("--skip-audio", action="store_true", help="write no audio track")
+    video.add_argument("--temp-frame-format", "--temp-frame-type", choices=FRAME_FORMATS, default=None,
+                       help="go through frame files on disk instead of streaming (default: stream, no temp files)")
+    video.add_argument("--temp-path", type=Path, default=None, help="where disk mode puts its temp directory")
+    video.add_argument("--keep-temp", action="store_true", help="keep disk mode's temp directory")
+    video.add_argument("--face-detector-interval", dest="detect_interval", type=_positive_int,
+                       default=DEFAULTS.detect_interval,
+                       help="run the detector every N frames (sooner when a face is lost or faces cross)")
+    video.add_argument("--reuse-threshold", type=float, default=DEFAULTS.reuse_threshold,
+                       help="reuse a generated face while its crop changed less than this (grey levels); "
+                       "0 = off; default 2 for neural swappers, off for mesh")
+    video.add_argument("--reuse-max-frames", type=_non_negative_int, default=DEFAULTS.reuse_max_frames,
+                       help="at most this many reuses in a row")
+    video.add_argument("--log-format", choices=["text", "json"], default="text",
+                       help="json: progress and the summary as JSON lines on stderr")
+
+
+def _video_config(args: argparse.Namespace) -> dict[str, object]:
+    return {"trim_frame_start": args.trim_frame_start, "trim_frame_end": args.trim_frame_end,
+            "detect_interval": args.detect_interval, "reuse_threshold": args.reuse_threshold,
+            "reuse_max_frames": args.reuse_max_frames}
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _percent(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 100, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 1, got {text}")
+    return value
+
+
+def _byte_size(text: str) -> int:
+    """'4G', '3.5GB', '512M', '1048576' -> bytes (K, M, G, T in powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    cleaned = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = cleaned[-1:] if cleaned[-1:] in "KMGT" else ""
+    try:
+        value = float(cleaned[:-1] if unit else cleaned)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size (like 3.5G or 512M): {text}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return int(value * units[unit])
 
 
 def _positive_int(text: str) -> int:

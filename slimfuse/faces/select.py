@@ -18,8 +18,10 @@ def select_faces(
     reference: np.ndarray | None = None,
     describe: Callable[[Face], np.ndarray] | None = None,
     max_distance: float = 0.6,
+    metric: Callable[[np.ndarray, np.ndarray], float] = distance,
 ) -> list[Face]:
-    """`faces` come largest first; `reference` is a descriptor and `describe` computes one for a face."""
+    """`faces` come largest first; `reference` is a descriptor and `describe` computes one for a face;
+    `metric` is the recogniser's distance (dlib's Euclidean by default)."""
     if not faces:
         return []
     if mode == "one":
@@ -28,4 +30,4 @@ def select_faces(
         return list(faces)
     if reference is None or describe is None:
         raise ValueError("reference mode needs a reference descriptor and a way to describe faces")
-    return [face for face in faces if distance(describe(face), reference) <= max_distance]
+    return [face for face in faces if metric(describe(face), reference) <= max_distance]

@@ -38,13 +38,15 @@ class _ResumingDownloader:
         return None
 
 
-def resumable_download(url: str, destination: Path, sha256: str, partial_dir: Path) -> None:
-    """Download `url` to `destination`, resuming an earlier partial download; raise SourceFailed on failure."""
-    partial = partial_dir / f"{sha256}.part"
+def resumable_download(url: str, destination: Path, sha256: str | None, partial_dir: Path) -> None:
+    """Download `url` to `destination`, resuming an earlier partial download; raise SourceFailed on failure.
+
+    With `sha256` None (a trust-on-first-use model) the file is not checked here: the store records or checks it."""
+    partial = partial_dir / f"{sha256 or destination.name}.part"
     try:
         pooch.retrieve(
             url,
-            known_hash=f"sha256:{sha256}",
+            known_hash=f"sha256:{sha256}" if sha256 else None,
             fname=destination.name,
             path=destination.parent,
             downloader=_ResumingDownloader(partial),

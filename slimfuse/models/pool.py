@@ -1,12 +1,17 @@
-"""ModelPool: the only owner of loaded models (ONNX Runtime sessions and dlib objects).
+"""ModelPool: the only owner of loaded models (ONNX Runtime sessions, dlib objects, constants read from models).
 
-Loads each model once, on first use, even with many threads asking; keeps loaded models under a byte budget
-by evicting the least recently used; counts loads and evictions for the run report.
+Loads each model once, on first use, even with many threads asking; keeps what it holds under a byte budget by
+evicting the least recently used before a load (the bytes of loads in flight are reserved, so concurrent loads
+cannot overshoot together); can release a model; counts loads, evictions, releases and resident bytes, and keeps
+the run's ProviderReport (which execution providers were asked for and which were actually used).
+
+A model's resident bytes are its file size (a fair proxy for an ONNX Runtime session's weights). A single model
+larger than the whole budget is loaded alone, with a warning.
 """
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +19,10 @@ from typing import Any, TypeVar
 
 import onnxruntime as ort
 
-from slimfuse.models.runtime import RuntimeOptions, create_session
-from slimfuse.models.store import Store
+from slimfuse.errors import ModelInvalidError
+from slimfuse.models.runtime import ModelLoadError, ProviderReport, RuntimeOptions, check_requested, create_session
+from slimfuse.models.store import Notify, Store
+from slimfuse.models.validate import describe, input_mismatch, session_inputs
 
 T = TypeVar("T")
 
@@ -26,6 +33,11 @@ class PoolStats:
     evictions: int
     resident_bytes: int
     resident: tuple[str, ...]
+    releases: int = 0
+    peak_bytes: int = 0
+    """The most bytes held and reserved for loads in flight at any one time."""
+    budget_bytes: int | None = None
+    loads_by_model: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -35,64 +47,129 @@ class _Entry:
 
 
 class ModelPool:
-    def __init__(self, store: Store, runtime: RuntimeOptions = RuntimeOptions(), budget_bytes: int | None = None):
+    def __init__(self, store: Store, runtime: RuntimeOptions = RuntimeOptions(), budget_bytes: int | None = None,
+                 notify: Notify | None = None) -> None:
         self.store = store
         self.runtime = runtime
         self.budget_bytes = budget_bytes
+        self.notify: Notify = notify if notify is not None else store.notify
+        self.provider_report = ProviderReport(runtime.providers)
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self._loading: dict[str, threading.Lock] = {}
-        self._loads = 0
+        self._reserved: dict[str, int] = {}
+        self._loads: Counter[str] = Counter()
         self._evictions = 0
+        self._releases = 0
+        self._peak = 0
+        # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
+        check_requested(runtime, self.provider_report, self.notify)
 
     def session(self, name: str) -> ort.InferenceSession:
-        return self.get(name, lambda path: create_session(path, self.runtime))
+        """The ONNX Runtime session of catalog model `name`, checked against its catalog entry on load."""
+        return self.get(name, lambda path: self._load_session(name, path))
 
-    def get(self, name: str, load: Callable[[Path], T]) -> T:
-        """The loaded model `name`, loading it with `load(verified_path)` if it is not resident."""
-        with self._lock:
-            entry = self._entries.get(name)
+    def get(self, name: str, load: Callable[[Path], T], key: str | None = None, nbytes: int | None = None) -> T:
+        """The loaded model `name`, loading it with `load(verified_path)` if it is not resident.
+
+        key: what the loaded value is held under (default `name`), for several things read from one model file;
+        nbytes: its resident bytes when they are not the file's size."""
+        key = key or name
+        with self._cond:
+            entry = self._entries.get(key)
             if entry is not None:
-                self._entries.move_to_end(name)
+                self._entries.move_to_end(key)
                 return entry.value
-            name_lock = self._loading.setdefault(name, threading.Lock())
-        with name_lock:  # one loader per model; the others wait and then find it resident
-            with self._lock:
-                entry = self._entries.get(name)
+            key_lock = self._loading.setdefault(key, threading.Lock())
+        with key_lock:  # one loader per key; the others wait and then find it resident
+            with self._cond:
+                entry = self._entries.get(key)
                 if entry is not None:
-                    self._entries.move_to_end(name)
+                    self._entries.move_to_end(key)
                     return entry.value
             path = self.store.path(name)
-            value = load(path)
-            with self._lock:
-                self._entries[name] = _Entry(value=value, nbytes=path.stat().st_size)
-                self._loads += 1
-                self._evict_over_budget(keep=name)
+            size = path.stat().st_size if nbytes is None else int(nbytes)
+            self._reserve(key, size)
+            try:
+                value = load(path)
+            except BaseException:
+                with self._cond:
+                    self._reserved.pop(key, None)
+                    self._cond.notify_all()
+                raise
+            with self._cond:
+                self._reserved.pop(key, None)
+                self._entries[key] = _Entry(value=value, nbytes=size)
+                self._loads[key] += 1
+                self._peak = max(self._peak, self._held())
+                self._cond.notify_all()
             return value
 
-    def release(self, name: str) -> None:
-        with self._lock:
-            self._entries.pop(name, None)
+    def release(self, name: str) -> bool:
+        """Drop model `name` (and anything held under keys read from it); True if something was held."""
+        with self._cond:
+            keys = [key for key in self._entries if key == name or key.startswith(f"{name}#")]
+            for key in keys:
+                del self._entries[key]
+            self._releases += len(keys)
+            self._cond.notify_all()
+            return bool(keys)
 
     def release_all(self) -> None:
-        with self._lock:
+        with self._cond:
+            self._releases += len(self._entries)
             self._entries.clear()
+            self._cond.notify_all()
 
     def stats(self) -> PoolStats:
-        with self._lock:
+        with self._cond:
             return PoolStats(
-                loads=self._loads,
+                loads=sum(self._loads.values()),
                 evictions=self._evictions,
                 resident_bytes=sum(entry.nbytes for entry in self._entries.values()),
                 resident=tuple(self._entries),
+                releases=self._releases,
+                peak_bytes=self._peak,
+                budget_bytes=self.budget_bytes,
+                loads_by_model=tuple(sorted(self._loads.items())),
             )
 
-    def _evict_over_budget(self, keep: str) -> None:
-        if self.budget_bytes is None:
-            return
-        while sum(e.nbytes for e in self._entries.values()) > self.budget_bytes and len(self._entries) > 1:
-            oldest = next(iter(self._entries))
-            if oldest == keep:
-                break
-            del self._entries[oldest]
-            self._evictions += 1
+    def _load_session(self, name: str, path: Path) -> ort.InferenceSession:
+        spec = self.store.catalog.get(name)
+        try:
+            session = create_session(path, self.runtime, self.provider_report, self.notify, name)
+        except ModelLoadError as exc:
+            expected = f"an ONNX model with inputs {describe(spec.io.inputs)}" if spec.io else "an ONNX model"
+            problem = (f"expected {expected}, found a file ONNX Runtime cannot load "
+                       f"({path.stat().st_size} bytes; {exc.reason})")
+            if spec.sha256 is not None:  # a pinned, verified file: the runtime, not the file, is at fault
+                raise ModelInvalidError(path, f"model {name}: {problem}") from exc
+            self.store.reject(name, path, problem)
+        if spec.io is not None:
+            problem = input_mismatch(spec.io.inputs, session_inputs(session))
+            if problem is not None:
+                del session
+                self.store.reject(name, path, problem)
+        return session
+
+    def _held(self) -> int:
+        return sum(entry.nbytes for entry in self._entries.values()) + sum(self._reserved.values())
+
+    def _reserve(self, key: str, size: int) -> None:
+        """Make room for `size` more bytes (evicting the least recently used), waiting for loads in flight when
+        they hold the room; then reserve it for `key`. Called without the condition held."""
+        budget = self.budget_bytes
+        with self._cond:
+            while budget is not None:
+                while self._entries and self._held() + size > budget:
+                    self._entries.popitem(last=False)
+                    self._evictions += 1
+                if self._held() + size <= budget:
+                    break
+                if not self._reserved:  # nothing else held or loading: the model alone is over the budget
+                    self.notify(f"slimfuse: warning: {key} ({size / 1e6:.0f} MB) is larger than the model memory "
+                                f"budget ({budget / 1e6:.0f} MB); it is loaded alone")
+                    break
+                self._cond.wait()
+            self._reserved[key] = size
+            self._peak = max(self._peak, self._held())

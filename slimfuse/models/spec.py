@@ -28,6 +28,8 @@ class TensorSpec:
     name: str
     shape: tuple[int | str, ...]
     """Fixed sizes as ints; a named (str) axis, such as "batch", may take any size."""
+    dtype: str = "float32"
+    """numpy name of the element type the model takes or gives."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class ModelIO:
     """Input = (RGB/255 - mean) / std."""
     companions: tuple[str, ...] = ()
     """Other catalog models this one needs (an embedding converter, a recogniser)."""
+    output_range: tuple[float, float] = (0.0, 1.0)
+    """The values of the image output that stand for black and white: RGB/255 = (y - low) / (high - low)."""
 
 
 @dataclass(frozen=True)

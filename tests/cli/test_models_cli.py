@@ -14,12 +14,16 @@ def test_list_shows_every_model_verified(capsys: pytest.CaptureFixture[str], sto
     store.fetch()
     assert main(["models", "list"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:6] == ["name", "kind", "licence", "size", "sha256", "state"]
+    assert out[0].split()[:7] == ["name", "kind", "licence", "size", "sha256", "pinning", "state"]
     rows = {line.split()[0]: line for line in out[1:]}
     assert set(rows) == set(store.catalog.names())
     for name, line in rows.items():
         spec = store.catalog.get(name)
-        assert "verified" in line and spec.sha256[:16] in line and str(store.location(name)) in line
+        assert str(store.location(name)) in line
+        if spec.sha256 is not None:  # pinned: every install has them
+            assert "verified" in line and spec.sha256[:16] in line and " pinned " in line
+        else:  # the neural models users bring: trust on first use, none placed in this store
+            assert "trust-on-first-use" in line
 
 
 def test_path_and_unknown_names(capsys: pytest.CaptureFixture[str], store: Store) -> None:

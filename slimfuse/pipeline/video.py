@@ -1,0 +1,119 @@
+"""Swap faces through a whole video.
+
+Streaming (the default): a decoder thread and an encoder thread around the frame swapper, joined by bounded
+queues, so memory stays flat however long the video is and nothing touches the disk but the output. Disk mode
+(`--temp-frame-format`): frames go to a temporary directory first, for machines short of memory; it is removed
+on success, error and Ctrl-C unless `--keep-temp`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from slimfuse.cli.progress import Progress
+from slimfuse.config import RunConfig
+from slimfuse.errors import VideoDecodeStoppedError
+from slimfuse.media.temp_frames import TempFrames
+from slimfuse.media.video_encoding import EncodeSettings
+from slimfuse.media.video_io import VideoFrame, VideoInfo, VideoReader, VideoWriter, probe
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Notify
+from slimfuse.pipeline.frames import FrameStats, FrameSwapper
+from slimfuse.pipeline.image import ImageSwapper, refuse_overwriting_inputs
+from slimfuse.pipeline.reuse import ReuseOptions
+
+# Frames waiting between stages: enough to keep both cores busy, few enough that memory stays small.
+QUEUE_FRAMES = 8
+# Reuse threshold when --reuse-threshold is not given and the swapper is a neural generator.
+NEURAL_REUSE_THRESHOLD = 2.0
+
+
+@dataclass(frozen=True)
+class TempFrameOptions:
+    format: str
+    root: Path | None = None
+    keep: bool = False
+
+
+@dataclass(frozen=True)
+class VideoResult:
+    output: Path
+    info: VideoInfo
+    frames_written: int
+    stats: FrameStats
+
+
+def partial_path(output: Path) -> Path:
+    """Where the frames before a decoding error are kept: beside the output, never under its name."""
+    return output.with_name(f"{output.stem}.partial{output.suffix}")
+
+
+def reuse_options(config: RunConfig) -> ReuseOptions:
+    threshold = config.reuse_threshold
+    if threshold is None:
+        threshold = 0.0 if config.face_swapper_model == "mesh" else NEURAL_REUSE_THRESHOLD
+    return ReuseOptions(threshold=threshold, max_frames=config.reuse_max_frames)
+
+
+class VideoSwapJob:
+    def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
+                 progress: Progress, temp: TempFrameOptions | None = None) -> None:
+        self.config = config
+        self.pool = pool
+        self.notify = notify
+        self.encode = encode
+        self.progress = progress
+        self.temp = temp
+
+    def run(self) -> VideoResult:
+        config = self.config
+        refuse_overwriting_inputs(config)
+        info = probe(config.target)
+        start, end = config.trim_frame_start, config.trim_frame_end
+        frames = FrameSwapper(ImageSwapper(self.config, self.pool, self.notify), config, reuse_options(config))
+        if self.progress.total is None and info.frame_count is not None:
+            self.progress.total = (end if end is not None else info.frame_count) - start
+        writer = VideoWriter(config.output, info, self.encode, trim_start=start, trim_end=end,
+                             queue_size=QUEUE_FRAMES, notify=self.notify)
+        with writer:
+            with VideoReader(config.target, start=start, end=end, queue_size=QUEUE_FRAMES, info=info) as reader:
+                try:
+                    if self.temp is None:
+                        self._stream(reader, frames, writer)
+                    else:
+                        self._through_disk(reader, frames, writer, self.temp)
+                except VideoDecodeStoppedError as error:
+                    self._keep_partial(writer, error)
+                    raise
+        return VideoResult(config.output, info, writer.frames_written, frames.stats())
+
+    def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
+        for frame in reader:
+            writer.write(frame.with_rgb(frames.process(frame.rgb, frame.time)))
+            self.progress.advance()
+
+    def _through_disk(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter,
+                      temp: TempFrameOptions) -> None:
+        with TempFrames(temp.format, root=temp.root, keep=temp.keep, notify=self.notify) as stored:
+            stopped: VideoDecodeStoppedError | None = None
+            try:
+                stored.extract(reader)
+            except VideoDecodeStoppedError as error:
+                stopped = error  # the frames that did decode are still processed and kept (see _keep_partial)
+            for frame in stored:
+                stored.replace(frame.index, frames.process(frame.rgb, frame.time))
+                self.progress.advance()
+            stored.assemble(writer)
+            if stopped is not None:
+                raise stopped
+
+    def _keep_partial(self, writer: VideoWriter, error: VideoDecodeStoppedError) -> None:
+        """Finish the frames that decoded under a name of their own, and say where they are."""
+        if writer.frames_written == 0 and self.progress.done == 0:
+            return
+        partial = partial_path(self.config.output)
+        writer.close(partial)
+        error.detail = f"{error.detail}; the {self.progress.done} frames before it are in {partial}"
+        error.args = (error.message,)
+

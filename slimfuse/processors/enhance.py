@@ -1,0 +1,57 @@
+"""The neural face enhancers (GFPGAN, CodeFormer, GPEN, RestoreFormer++) as a FaceProcessor.
+
+crop: the face aligned to the model's template at the model's size. process: all crops of a frame in batches where
+the model's batch axis allows; CodeFormer also gets its fidelity `weight`. The alpha is the crop's eroded, blurred
+square times the blend (0-100: how much of the enhanced face replaces the face). Sessions come from the pool.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
+from slimfuse.faces.types import Face
+from slimfuse.models.neural.enhancers import ENHANCER_INPUT, WEIGHT_INPUT
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.tensors import run_batched, to_images, to_tensor
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.crop_masks import box_mask
+
+
+class EnhanceProcessor:
+    def __init__(self, pool: ModelPool, model: str, blend: int = 80, weight: float = 0.5) -> None:
+        spec = pool.store.catalog.get(model)
+        if spec.kind != "enhancer" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
+            raise ValueError(f"{model} is not a face enhancer")
+        if not 0 <= blend <= 100:
+            raise ValueError("the enhancer blend lies between 0 and 100")
+        self.pool = pool
+        self.model = model
+        self.io = spec.io
+        self.template: str = spec.io.template
+        self.size: int = spec.io.crop_size
+        self.blend = blend
+        self.weight = float(weight)
+        self._alpha = box_mask(self.size) * np.float32(blend / 100.0)
+
+    def prepare(self, sources: Sequence[SourcePhoto]) -> None:
+        return None
+
+    def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
+        if face.landmarks is None:
+            raise ValueError("the face has no landmarks")
+        matrix = align_matrix(five_points(face.landmarks), self.template, self.size)
+        return FaceCrop(image=warp_to_crop(frame, matrix, self.size), landmarks=landmarks_in_crop(face.landmarks, matrix),
+                        crop_from_frame=matrix)
+
+    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]:
+        if not crops:
+            return []
+        session = self.pool.session(self.model)
+        shared = {}
+        if any(arg.name == WEIGHT_INPUT for arg in session.get_inputs()):
+            shared[WEIGHT_INPUT] = np.array([self.weight], dtype=np.float64)
+        tensor = to_tensor([crop.image for crop in crops], self.io.mean, self.io.std)
+        images = to_images(run_batched(session, {ENHANCER_INPUT: tensor}, shared), self.io.output_range)
+        return [Processed(image=image, alpha=self._alpha.copy()) for image in images]

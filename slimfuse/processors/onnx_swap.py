@@ -1,0 +1,142 @@
+"""The neural face swappers (inswapper, hyperswap, simswap, ghost, blendswap, uniface) as a FaceProcessor.
+
+crop: the target face aligned to the model's template at the model's size (times the pixel boost).
+prepare: the source identity the model takes (see slimfuse.models.neural.swappers): the ArcFace embedding of the
+source photos (through the emap or an embedding converter where the model needs it), or a picture of the
+source face. process: all crops of a frame (and all pixel-boost sub-images) in batches where the model's batch
+axis allows, one by one where it does not; the alpha is the crop's eroded, blurred square, combined with the
+mesh's face oval. Sessions and the emap come from the pool; nothing here reads files or parses options.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_face, warp_to_crop
+from slimfuse.faces.analyse import frontalness
+from slimfuse.faces.recognize import ArcFaceRecognizer, normalise
+from slimfuse.faces.types import Face
+from slimfuse.models.initializers import last_initializer
+from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.tensors import run_batched, to_images, to_tensor
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.crop_masks import box_mask, oval_mask
+from slimfuse.processors.pixel_boost import boost_factor, explode, implode
+
+EMAP_BYTES = 512 * 512 * 4
+MaskType = str  # "box" | "mesh"
+
+
+@dataclass(frozen=True)
+class SwapSource:
+    """What the swapper feeds as its `source` input, the same for every target face of the run."""
+
+    tensor: np.ndarray
+    embedding: np.ndarray | None
+    """The L2-normalised ArcFace embedding of the source photos (None for picture-taking models)."""
+
+
+def emap_of(pool: ModelPool, model: str) -> np.ndarray:
+    """inswapper's emap: the graph's last initializer (512 x 512), held by the pool."""
+
+    def read(path: Path) -> np.ndarray:
+        try:
+            emap = last_initializer(path)
+        except ValueError as exc:
+            pool.store.reject(model, path, f"expected a 512x512 emap as the graph's last initializer, found {exc}")
+        if emap.shape != (512, 512):
+            pool.store.reject(model, path, "expected a 512x512 emap as the graph's last initializer, "
+                              f"found one of shape {'x'.join(map(str, emap.shape))}")
+        return emap.astype(np.float32)
+
+    return pool.get(model, read, key=f"{model}#emap", nbytes=EMAP_BYTES)
+
+
+def inswapper_latent(embedding: np.ndarray, emap: np.ndarray) -> np.ndarray:
+    """(1, 512): the normalised embedding times the emap, normalised again."""
+    return normalise(normalise(np.asarray(embedding, dtype=np.float32)).reshape(1, -1) @ emap.astype(np.float32))
+
+
+class OnnxSwapProcessor:
+    def __init__(self, pool: ModelPool, model: str, pixel_boost: int | None = None,
+                 oval: Sequence[int] | None = None, mask_types: Sequence[MaskType] = ("box", "mesh")) -> None:
+        spec = pool.store.catalog.get(model)
+        if model not in RECIPES or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
+            raise ValueError(f"{model} is not a neural face swapper")
+        self.pool = pool
+        self.model = model
+        self.io = spec.io
+        self.recipe = RECIPES[model]
+        self.template: str = spec.io.template
+        self.model_size: int = spec.io.crop_size
+        self.factor = boost_factor(self.model_size, pixel_boost)
+        self.size = self.model_size * self.factor
+        self.oval = tuple(oval) if oval is not None else None
+        self.mask_types = tuple(mask_types)
+        names = [tensor.name for tensor in spec.io.inputs]
+        self.target_input, self.source_input = "target", "source"
+        if set(names) != {self.target_input, self.source_input}:
+            raise ValueError(f"{model}: expected inputs target and source, the catalog says {names}")
+
+    def prepare(self, sources: Sequence[SourcePhoto]) -> SwapSource:
+        if not sources:
+            raise ValueError("no source photo")
+        self.pool.session(self.model)  # load (and check) the swapper before any work for it
+        recipe = self.recipe
+        if recipe.source == "image":
+            best = max(sources, key=lambda photo: frontalness(photo.face))
+            picture, _ = warp_face(best.image, _points(best.face), recipe.source_template or "",
+                                   recipe.source_size or self.model_size)
+            return SwapSource(tensor=to_tensor([picture]), embedding=None)
+        recognizer = ArcFaceRecognizer(self.pool, RECOGNIZER)
+        raw = recognizer.raw_embeddings([recognizer.crop(photo.image, photo.face) for photo in sources])
+        embedding = normalise(normalise(raw).mean(axis=0))
+        if recipe.source == "emap":
+            latent = inswapper_latent(embedding, emap_of(self.pool, self.model))
+        elif recipe.source == "embedding":
+            latent = embedding.reshape(1, -1)
+        else:
+            converter_io = self.pool.store.catalog.get(recipe.converter or "").io
+            converter = self.pool.session(recipe.converter or "")
+            name = converter_io.inputs[0].name if converter_io is not None else "input"
+            converted = run_batched(converter, {name: raw.mean(axis=0, keepdims=True).astype(np.float32)})
+            latent = normalise(converted) if recipe.source == "converted_normed" else converted
+        return SwapSource(tensor=np.asarray(latent, dtype=np.float32).reshape(1, -1), embedding=embedding)
+
+    def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
+        matrix = align_matrix(_points(face), self.template, self.size)
+        image = warp_to_crop(frame, matrix, self.size)
+        return FaceCrop(image=image, landmarks=landmarks_in_crop(face.landmarks, matrix), crop_from_frame=matrix)
+
+    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]:
+        if not isinstance(prepared, SwapSource):
+            raise TypeError("the neural swapper needs the SwapSource its prepare() made")
+        if not crops:
+            return []
+        tiles = np.concatenate([implode(crop.image, self.factor) for crop in crops])
+        session = self.pool.session(self.model)
+        output = run_batched(session, {self.target_input: to_tensor(tiles, self.io.mean, self.io.std)},
+                             {self.source_input: prepared.tensor})
+        swapped = to_images(output, self.io.output_range)
+        per_crop = self.factor * self.factor
+        results = []
+        for index, crop in enumerate(crops):
+            image = explode(swapped[index * per_crop:(index + 1) * per_crop], self.factor)
+            results.append(Processed(image=image, alpha=self.mask(crop)))
+        return results
+
+    def mask(self, crop: FaceCrop) -> np.ndarray:
+        alpha = box_mask(self.size)
+        if "mesh" in self.mask_types and self.oval is not None:
+            alpha = np.minimum(alpha, oval_mask(self.size, crop.landmarks, self.oval))
+        return alpha
+
+
+def _points(face: Face) -> np.ndarray:
+    if face.landmarks is None:
+        raise ValueError("the face has no landmarks")
+    return five_points(face.landmarks)

@@ -1,0 +1,100 @@
+"""Region masks from BiSeNet face parsers (bisenet_resnet_18, bisenet_resnet_34): the chosen parts of an aligned
+face crop (`--face-mask-regions`), e.g. skin and nose but not the eyes or mouth.
+
+The model takes 512 px crops, RGB with ImageNet's mean and std, and gives logits for the 19 CelebAMask-HQ
+classes; a pixel belongs to the region when its most likely class is one of the chosen ones. The mask is
+scaled back to each crop's size and its edge softened (`mask_types.soft_edge`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import cv2
+import numpy as np
+import onnxruntime as ort
+
+from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD, PARSER_SIZE
+from slimfuse.models.tensors import MAX_BATCH, batch_axis_free
+from slimfuse.processors.mask_types import soft_edge
+
+REGIONS = MappingProxyType({
+    "skin": 1,
+    "left-eyebrow": 2,
+    "right-eyebrow": 3,
+    "left-eye": 4,
+    "right-eye": 5,
+    "glasses": 6,
+    "left-ear": 7,
+    "right-ear": 8,
+    "earring": 9,
+    "nose": 10,
+    "mouth": 11,
+    "upper-lip": 12,
+    "lower-lip": 13,
+    "neck": 14,
+    "necklace": 15,
+    "cloth": 16,
+    "hair": 17,
+    "hat": 18,
+})
+"""`--face-mask-regions` choices and their CelebAMask-HQ class index (0 is the background)."""
+
+DEFAULT_REGIONS: tuple[str, ...] = (
+    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip",
+    "lower-lip",
+)
+"""FaceFusion's default: the face itself, without ears, neck, hair or clothes."""
+
+EDGE_SIGMA = 5 / 256
+"""Edge softening, as a fraction of the crop's side."""
+
+
+@dataclass(frozen=True)
+class ParserOptions:
+    regions: tuple[str, ...] = DEFAULT_REGIONS
+    input_name: str = "input"
+    size: int = PARSER_SIZE
+    batch_size: int = MAX_BATCH
+    """Most crops per model call; one at a time for a model whose batch axis is fixed."""
+    edge_sigma: float = EDGE_SIGMA
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.regions if name not in REGIONS]
+        if unknown:
+            raise ValueError(f"unknown face mask region {', '.join(unknown)}; known: {', '.join(REGIONS)}")
+
+
+class FaceParser:
+    def __init__(self, session: ort.InferenceSession, options: ParserOptions = ParserOptions()) -> None:
+        self.session = session
+        self.options = options
+        self._selected = np.array(sorted({REGIONS[name] for name in options.regions}), dtype=np.uint8)
+
+    def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One float32 mask in [0, 1] of each RGB uint8 crop's size: 1 on the chosen regions."""
+        found = []
+        for classes, crop in zip(self.classes(crops), crops, strict=True):
+            selected = np.isin(classes, self._selected).astype(np.float32)
+            resized = cv2.resize(selected, (crop.shape[1], crop.shape[0]), interpolation=cv2.INTER_LINEAR)
+            found.append(soft_edge(resized, self.options.edge_sigma * max(crop.shape[:2])))
+        return found
+
+    def classes(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each crop's most likely class per pixel (size x size uint8), in batches of `batch_size`."""
+        size = self.options.size
+        step = max(self.options.batch_size, 1) if batch_axis_free(self.session) else 1
+        found: list[np.ndarray] = []
+        for start in range(0, len(crops), step):
+            batch = np.stack([_prepare(crop, size) for crop in crops[start:start + step]])
+            logits = self.session.run(None, {self.options.input_name: batch})[0]
+            found.extend(np.argmax(logits, axis=1).astype(np.uint8))
+        return found
+
+
+def _prepare(crop: np.ndarray, size: int) -> np.ndarray:
+    shrink = max(crop.shape[:2]) > size
+    resized = cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+    normalised = (resized.astype(np.float32) / 255.0 - np.float32(IMAGENET_MEAN)) / np.float32(IMAGENET_STD)
+    return normalised.transpose(2, 0, 1)

@@ -1,0 +1,237 @@
+"""The neural detectors (SCRFD / RetinaFace, YuNet, YOLOv8-face) on stand-in ONNX models.
+
+The real weights cannot be fetched here, so each test builds a graph with the real model's input and output
+names and shapes (from the catalog) whose outputs are known: constants with scores planted at chosen anchors,
+or, for tiling, a "marker detector" that fires where it sees a magenta pixel with a green right neighbour.
+Decoding must give back exactly the planted boxes and points, mapped from the letterbox to image pixels.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
+from slimfuse.faces.detect_onnx import (
+    Detection, NeuralDetectorOptions, NeuralFaceDetector, detector_spec, letterbox, six_keypoints,
+)
+from slimfuse.models.neural.detectors import DETECTORS
+from slimfuse.models.runtime import RuntimeOptions, create_session
+
+SIZE = 640
+STRIDES = (8, 16, 32)
+
+
+def _session(tmp_path: Path, name: str, nodes: list[onnx.NodeProto], outputs: list[np.ndarray],
+             initializers: list[onnx.TensorProto] = ()):  # type: ignore[assignment]
+    """A session of a graph with the catalog entry's input, and its outputs (in catalog order) shaped as given."""
+    io = DETECTORS[name].io
+    assert io is not None
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(io.inputs[0].name, TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
+        [helper.make_tensor_value_info(spec.name, TensorProto.FLOAT, list(array.shape))
+         for spec, array in zip(io.outputs, outputs, strict=True)],
+        list(initializers),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, path)
+    return create_session(path, RuntimeOptions())
+
+
+def _constant_session(tmp_path: Path, name: str, outputs: list[np.ndarray]):  # type: ignore[no-untyped-def]
+    io = DETECTORS[name].io
+    assert io is not None
+    nodes = [helper.make_node("Constant", [], [spec.name], value=numpy_helper.from_array(array.astype(np.float32)))
+             for spec, array in zip(io.outputs, outputs, strict=True)]
+    return _session(tmp_path, name, nodes, outputs)
+
+
+def _cells(stride: int) -> int:
+    return SIZE // stride
+
+
+# Planted faces: (stride, row, col, score, box as x0 y0 x1 y1 and 5 points, all in letterbox pixels).
+PLANTS = [
+    (16, 12, 15, 0.9, (200.0, 150.0, 300.0, 290.0),
+     ((225.0, 200.0), (275.0, 201.0), (250.0, 230.0), (230.0, 260.0), (270.0, 261.0))),
+    (8, 50, 40, 0.7, (300.0, 380.0, 350.0, 440.0),
+     ((312.0, 400.0), (338.0, 399.0), (325.0, 415.0), (315.0, 428.0), (335.0, 427.0))),
+]
+
+
+def _scrfd_outputs(plants: list) -> list[np.ndarray]:
+    scores = [np.zeros((_cells(s) ** 2 * 2, 1)) for s in STRIDES]
+    boxes = [np.ones((_cells(s) ** 2 * 2, 4)) for s in STRIDES]
+    points = [np.zeros((_cells(s) ** 2 * 2, 10)) for s in STRIDES]
+    for stride, row, col, score, box, kps in plants:
+        level, anchor = STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
+        index = (row * _cells(stride) + col) * 2 + 1  # the second anchor of the cell
+        scores[level][index] = score
+        boxes[level][index] = np.concatenate([anchor - box[:2], np.array(box[2:]) - anchor]) / stride
+        points[level][index] = ((np.array(kps) - anchor) / stride).reshape(-1)
+    return scores + boxes + points
+
+
+def _yunet_outputs(plants: list) -> list[np.ndarray]:
+    cls = [np.zeros((1, _cells(s) ** 2, 1)) for s in STRIDES]
+    obj = [np.zeros((1, _cells(s) ** 2, 1)) for s in STRIDES]
+    boxes = [np.zeros((1, _cells(s) ** 2, 4)) for s in STRIDES]
+    points = [np.zeros((1, _cells(s) ** 2, 10)) for s in STRIDES]
+    for stride, row, col, score, box, kps in plants:
+        level, anchor = STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
+        index = row * _cells(stride) + col
+        cls[level][0, index], obj[level][0, index] = 1.0, score * score  # the score is sqrt(cls * obj)
+        centre, size = (np.array(box[:2]) + box[2:]) / 2, np.array(box[2:]) - box[:2]
+        boxes[level][0, index] = np.concatenate([(centre - anchor) / stride, np.log(size / stride)])
+        points[level][0, index] = ((np.array(kps) - anchor) / stride).reshape(-1)
+    return cls + obj + boxes + points
+
+
+def _yolo_outputs(plants: list) -> list[np.ndarray]:
+    table = np.zeros((1, 20, sum(_cells(s) ** 2 for s in STRIDES)))
+    for column, (_, _, _, score, box, kps) in zip((1234, 7000), plants, strict=True):
+        centre, size = (np.array(box[:2]) + box[2:]) / 2, np.array(box[2:]) - box[:2]
+        visible = np.hstack([np.array(kps), np.full((5, 1), 0.9)]).reshape(-1)
+        table[0, :, column] = np.concatenate([centre, size, [score], visible])
+    return [table]
+
+
+PLANTERS = {"scrfd_2.5g": _scrfd_outputs, "retinaface_10g": _scrfd_outputs, "yunet": _yunet_outputs,
+            "yolo_face": _yolo_outputs}
+
+
+@pytest.mark.parametrize("name", list(PLANTERS))
+@pytest.mark.parametrize("photo_name", ["grace_hopper", "astronaut"])
+def test_decoding_gives_back_the_planted_faces_in_image_pixels(tmp_path: Path, name: str, photo_name: str,
+                                                               request: pytest.FixtureRequest) -> None:
+    photo = request.getfixturevalue(photo_name)
+    session = _constant_session(tmp_path, name, PLANTERS[name](PLANTS))
+    found = NeuralFaceDetector(session, detector_spec(name)).detections(photo)
+    scale = SIZE / max(photo.shape[:2])
+    assert len(found) == len(PLANTS)
+    for detection, (_, _, _, score, box, kps) in zip(found, PLANTS, strict=True):  # largest first
+        np.testing.assert_allclose(detection.box, np.array(box) / scale, atol=1e-3)
+        np.testing.assert_allclose(detection.points, np.array(kps) / scale, atol=1e-3)
+        assert detection.score == pytest.approx(score, abs=1e-5)
+
+
+def test_duplicates_merge_into_their_score_weighted_mean(tmp_path: Path, grace_hopper: np.ndarray) -> None:
+    base = PLANTS[0]
+    shifted = (16, 12, 16, 0.6, tuple(v + 6.0 for v in base[4]), tuple((x + 6.0, y + 2.0) for x, y in base[5]))
+    weak = (16, 30, 30, 0.49, (440.0, 460.0, 520.0, 560.0), base[5])  # below the 0.5 score threshold
+    session = _constant_session(tmp_path, "scrfd_2.5g", _scrfd_outputs([base, shifted, weak]))
+    found = NeuralFaceDetector(session, detector_spec("scrfd_2.5g")).detections(grace_hopper)
+    scale = SIZE / max(grace_hopper.shape[:2])
+    weights = np.array([base[3], shifted[3]])
+    assert len(found) == 1
+    expected_box = (np.array([base[4], shifted[4]]) * weights[:, None]).sum(0) / weights.sum()
+    expected_points = (np.array([base[5], shifted[5]]) * weights[:, None, None]).sum(0) / weights.sum()
+    np.testing.assert_allclose(found[0].box, expected_box / scale, atol=1e-3)
+    np.testing.assert_allclose(found[0].points, expected_points / scale, atol=1e-3)
+    assert found[0].score == pytest.approx(0.9)
+
+
+def test_faces_follow_the_face_contract(tmp_path: Path, astronaut: np.ndarray) -> None:
+    session = _constant_session(tmp_path, "yolo_face", _yolo_outputs(PLANTS))
+    detector = NeuralFaceDetector(session, detector_spec("yolo_face"))
+    faces, detections = detector.detect(astronaut), detector.detections(astronaut)
+    assert [face.size for face in faces] == sorted((face.size for face in faces), reverse=True)
+    for face, detection in zip(faces, detections, strict=True):
+        assert face.keypoints.shape == (6, 2) and face.landmarks is None
+        np.testing.assert_array_equal(face.keypoints[:3], detection.points[:3])
+        np.testing.assert_allclose(face.keypoints[3], detection.points[3:].mean(0), atol=1e-4)
+
+
+def test_ears_are_placed_symmetrically_beside_the_eyes() -> None:
+    points = np.array([[40.0, 50.0], [60.0, 50.0], [50.0, 60.0], [43.0, 70.0], [57.0, 70.0]])
+    keypoints = six_keypoints(points)
+    right_ear, left_ear = keypoints[4], keypoints[5]
+    assert right_ear[0] < points[0, 0] and left_ear[0] > points[1, 0]  # outside the eyes
+    assert right_ear[1] == left_ear[1] and 50.0 < right_ear[1] < 70.0  # below the eyes, above the mouth
+    assert (right_ear[0] + left_ear[0]) / 2 == pytest.approx(50.0)
+    turned = Detection(box=np.zeros(4, np.float32), score=1.0, points=points[:, ::-1].copy()).face().keypoints
+    np.testing.assert_allclose(turned[4:], keypoints[4:, ::-1])  # follows the face's roll (here a transpose)
+
+
+def test_input_normalisation_and_channel_order() -> None:
+    image = np.zeros((32, 64, 3), np.uint8)
+    image[..., 0], image[..., 1], image[..., 2] = 200, 100, 10
+    scrfd, scale = letterbox(image, detector_spec("scrfd_2.5g"))
+    yunet, _ = letterbox(image, detector_spec("yunet"))
+    yolo, _ = letterbox(image, detector_spec("yolo_face"))
+    assert scale == SIZE / 64 and scrfd.shape == (1, 3, SIZE, SIZE)
+    np.testing.assert_allclose(scrfd[0, :, 5, 5], (np.array([200, 100, 10]) - 127.5) / 128, rtol=1e-6)
+    np.testing.assert_allclose(yunet[0, :, 5, 5], [10, 100, 200])  # BGR, 0..255
+    np.testing.assert_allclose(yolo[0, :, 5, 5], np.array([200, 100, 10]) / 255, rtol=1e-6)
+    np.testing.assert_allclose(scrfd[0, :, SIZE - 1, 5], -127.5 / 128)  # black letterbox border
+
+
+# The marker detector: SCRFD's outputs, firing at a stride-8 anchor whose pixel is magenta and whose right
+# neighbour is green. Only a letterbox at scale 1 keeps the two pixels side by side, so only 640 px tiles see it.
+BOX_HALF, MARKER_POINTS = 4.0, np.array([[-1.5, -1.0], [1.5, -1.0], [0.0, 0.5], [-1.0, 2.0], [1.0, 2.0]])
+
+
+def _marker_session(tmp_path: Path):  # type: ignore[no-untyped-def]
+    cells = _cells(8) ** 2
+    initializers = [numpy_helper.from_array(np.array(v, dtype=np.int64), n) for n, v in (
+        ("starts", [0, 0, 0, 0]), ("ends", [1, 3, SIZE, SIZE]), ("starts_next", [0, 0, 0, 1]),
+        ("ends_next", [1, 3, SIZE, SIZE + 1]), ("axes", [0, 1, 2, 3]), ("steps", [1, 1, 8, 8]),
+        ("cells", [cells, 1]), ("anchors", [cells * 2, 1]))]
+    initializers += [numpy_helper.from_array(np.array(v, dtype=np.float32).reshape(1, 3, 1, 1), n)
+                     for n, v in (("magenta", [1, -2, 1]), ("green", [-1, 2, -1]))]
+    initializers += [numpy_helper.from_array(np.float32(v), n) for n, v in (("threshold", 3.5), ("gain", 8.0))]
+    nodes = [
+        helper.make_node("Slice", ["input", "starts", "ends", "axes", "steps"], ["at_anchor"]),
+        helper.make_node("Slice", ["input", "starts_next", "ends_next", "axes", "steps"], ["beside"]),
+        helper.make_node("Conv", ["at_anchor", "magenta"], ["is_magenta"]),
+        helper.make_node("Conv", ["beside", "green"], ["is_green"]),
+        helper.make_node("Min", ["is_magenta", "is_green"], ["feature"]),
+        helper.make_node("Sub", ["feature", "threshold"], ["centred"]),
+        helper.make_node("Mul", ["centred", "gain"], ["logit"]),
+        helper.make_node("Sigmoid", ["logit"], ["cell_score"]),
+        helper.make_node("Reshape", ["cell_score", "cells"], ["per_cell"]),
+        helper.make_node("Concat", ["per_cell", "per_cell"], ["two_anchors"], axis=1),
+        helper.make_node("Reshape", ["two_anchors", "anchors"], ["score_8"]),
+    ]
+    outputs = _scrfd_outputs([])
+    outputs[3][:] = BOX_HALF
+    outputs[6][:] = MARKER_POINTS.reshape(-1)
+    io = DETECTORS["scrfd_2.5g"].io
+    assert io is not None
+    nodes += [helper.make_node("Constant", [], [spec.name], value=numpy_helper.from_array(array.astype(np.float32)))
+              for spec, array in zip(io.outputs[1:], outputs[1:], strict=True)]
+    return _session(tmp_path, "scrfd_2.5g", nodes, outputs, initializers)
+
+
+def test_small_faces_are_found_in_tiles_at_their_exact_place(tmp_path: Path, grace_hopper: np.ndarray,
+                                                              astronaut: np.ndarray) -> None:
+    canvas = np.full((1080, 1920, 3), 90, dtype=np.uint8)
+    place(canvas, grace_hopper, GRACE_HOPPER_FACE, 300, (450, 400))
+    place(canvas, astronaut, ASTRONAUT_FACE, 200, (1400, 600))
+    markers = [(400, 200), (1000, 520), (1880, 1040)]  # on a photo, between tiles' edges, in the corner
+    for x, y in markers:
+        canvas[y, x], canvas[y, x + 1] = (255, 0, 255), (0, 255, 0)
+    detector = NeuralFaceDetector(_marker_session(tmp_path), detector_spec("scrfd_2.5g"))
+    assert len(detector.run(canvas)[2]) == 0  # the whole canvas, letterboxed, shows no marker
+    found = sorted(detector.detections(canvas), key=lambda d: float(d.box[0]))
+    assert len(found) == len(markers)
+    for detection, (x, y) in zip(found, markers, strict=True):
+        half = BOX_HALF * 8
+        np.testing.assert_allclose(detection.box, [x - half, y - half, x + half, y + half], atol=1e-3)
+        np.testing.assert_allclose(detection.points, np.array([x, y]) + MARKER_POINTS * 8, atol=1e-3)
+        assert detection.score > 0.9
+    faces = detector.detect(canvas)
+    assert len(faces) == 3 and all(face.size == pytest.approx(2 * BOX_HALF * 8, abs=1e-3) for face in faces)
+
+
+def test_options_override_the_score_threshold(tmp_path: Path, astronaut: np.ndarray) -> None:
+    session = _constant_session(tmp_path, "retinaface_10g", _scrfd_outputs(PLANTS))
+    strict = NeuralFaceDetector(session, detector_spec("retinaface_10g"), NeuralDetectorOptions(score=0.8))
+    assert len(strict.detections(astronaut)) == 1

@@ -1,0 +1,100 @@
+"""The face enhancer with stand-in models on a real photo: identity gives back the face, blend, CodeFormer's weight."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image
+
+import neural_models as nm
+from slimfuse.config import RunConfig
+from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Store
+from slimfuse.pipeline.image import ImageSwapper
+from slimfuse.processors.enhance import EnhanceProcessor
+
+
+@pytest.fixture(scope="module")
+def neural_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
+    root = tmp_path_factory.mktemp("enhance")
+    return ModelPool(nm.isolated_store(root / "home", store, nm.place_standins(root / "placed")))
+
+
+@pytest.fixture(scope="module")
+def swapped(neural_pool: ModelPool, tmp_path_factory: pytest.TempPathFactory, grace_hopper: np.ndarray,
+            astronaut_path: Path) -> np.ndarray:
+    """The mesh swap alone, which the enhancer runs after."""
+    return _run(neural_pool, tmp_path_factory.mktemp("swap"), astronaut_path, grace_hopper)
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+
+def _run(pool: ModelPool, tmp_path: Path, source: Path, target: np.ndarray, **options: object) -> np.ndarray:
+    target_path = tmp_path / "target.png"
+    Image.fromarray(target).save(target_path)
+    output = tmp_path / "out.png"
+    ImageSwapper(RunConfig(sources=(source,), target=target_path, output=output, **options),  # type: ignore[arg-type]
+                 pool, lambda message: None).run()
+    return np.asarray(Image.open(output).convert("RGB"))
+
+
+@pytest.mark.parametrize("model", ENHANCER_NAMES)
+def test_identity_enhancers_give_back_the_face(neural_pool: ModelPool, tmp_path: Path, model: str,
+                                               grace_hopper: np.ndarray, astronaut_path: Path,
+                                               swapped: np.ndarray) -> None:
+    # The mesh swap first, then the enhancer on the swapped face: compare against the mesh swap alone.
+    enhanced = _run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model=model,
+                    face_enhancer_blend=100)
+    assert psnr(enhanced, swapped) >= 35.0
+    processor = EnhanceProcessor(neural_pool, model, blend=100)
+    face = FaceAnalyser(neural_pool).faces(grace_hopper)[0]
+    crop = processor.crop(grace_hopper, face)
+    assert crop.image.shape == (processor.size, processor.size, 3)
+    alpha = processor.process([crop], None)[0].alpha
+    warped = cv2.warpAffine(alpha, crop.crop_from_frame, grace_hopper.shape[1::-1],
+                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0)
+    inside = cv2.dilate((warped > 0).astype(np.uint8), np.ones((3, 3)))
+    assert not (np.any(enhanced != swapped, axis=2) & (inside == 0)).any()
+
+
+def test_blend_scales_the_alpha_and_zero_changes_nothing(neural_pool: ModelPool, tmp_path: Path,
+                                                         grace_hopper: np.ndarray, astronaut_path: Path,
+                                                         swapped: np.ndarray) -> None:
+    face = FaceAnalyser(neural_pool).faces(grace_hopper)[0]
+    for blend in (0, 40, 100):
+        processor = EnhanceProcessor(neural_pool, "gfpgan_1.4", blend=blend)
+        result = processor.process([processor.crop(grace_hopper, face)], None)[0]
+        assert np.isclose(result.alpha.max(), blend / 100) and result.alpha[0].max() == 0
+    none = _run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model="gfpgan_1.4",
+                face_enhancer_blend=0)
+    assert np.array_equal(none, swapped)
+
+
+@pytest.mark.parametrize("weight", [0.5, 1.0, 0.0])
+def test_codeformer_gets_its_weight(neural_pool: ModelPool, grace_hopper: np.ndarray, weight: float) -> None:
+    # The stand-in adds (weight - 0.5) in [-1, 1] units: 127.5 * (weight - 0.5) in pixels.
+    processor = EnhanceProcessor(neural_pool, "codeformer", blend=100, weight=weight)
+    crop = processor.crop(grace_hopper, FaceAnalyser(neural_pool).faces(grace_hopper)[0])
+    result = processor.process([crop], None)[0].image.astype(np.float64)
+    expected = np.clip(crop.image.astype(np.float64) + 127.5 * (weight - 0.5), 0, 255)
+    assert np.abs(result - expected).max() <= 1.0
+
+
+def test_batched_enhancement_equals_one_by_one(tmp_path: Path, store: Store, grace_hopper: np.ndarray,
+                                               astronaut: np.ndarray, neural_pool: ModelPool) -> None:
+    free = ModelPool(nm.isolated_store(tmp_path / "home", store, nm.place_standins(tmp_path / "placed", True)))
+    faces = [(grace_hopper, FaceAnalyser(neural_pool).faces(grace_hopper)[0]),
+             (astronaut, FaceAnalyser(neural_pool).faces(astronaut)[0])]
+    outputs = []
+    for pool in (neural_pool, free):
+        processor = EnhanceProcessor(pool, "gpen_bfr_256", blend=100)
+        outputs.append([r.image for r in processor.process([processor.crop(i, f) for i, f in faces], None)])
+    for a, b in zip(*outputs, strict=True):
+        assert np.array_equal(a, b)

@@ -1,0 +1,209 @@
+"""Face masks: the box mask, XSeg occluders and BiSeNet parsers on stand-in ONNX models, and their combination.
+
+The stand-ins have the real models' tensor names and shapes (from the catalog) and a known answer:
+- the occluder returns the crop's red channel / 255 (so it also shows that the crop goes in as BGR / 255);
+- the parser reads a class index from the red channel (class x 10) after undoing ImageNet's normalisation and
+  returns logits peaked at that class (so the crop must go in as RGB with ImageNet's mean and std).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD, MODELS
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.processors.mask_types import MaskOptions, box_mask, crop_masks, mesh_mask, padding_from
+from slimfuse.processors.occlusion import Occluder, OccluderOptions
+from slimfuse.processors.parsing import REGIONS, FaceParser, ParserOptions
+
+SPECS = {spec.name: spec for spec in MODELS}
+
+
+def _save(tmp_path: Path, name: str, nodes: list[onnx.NodeProto], initializers: list[onnx.TensorProto],
+          batch: int | str = "batch"):  # type: ignore[no-untyped-def]
+    io = SPECS[name].io
+    assert io is not None
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [batch, *t.shape[1:]]) for t in io.inputs],
+        [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [batch, *t.shape[1:]]) for t in io.outputs],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp_path / f"{name}-{batch}.onnx"
+    onnx.save(model, path)
+    return create_session(path, RuntimeOptions())
+
+
+class Counting:
+    """A session that records the batch size of every run."""
+
+    def __init__(self, session) -> None:  # type: ignore[no-untyped-def]
+        self.session = session
+        self.batches: list[int] = []
+
+    def get_inputs(self):  # type: ignore[no-untyped-def]
+        return self.session.get_inputs()
+
+    def run(self, names, feeds):  # type: ignore[no-untyped-def]
+        self.batches.append(len(next(iter(feeds.values()))))
+        return self.session.run(names, feeds)
+
+
+def _ints(name: str, values: list[int]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def _floats(name: str, values: np.ndarray | float) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, dtype=np.float32), name)
+
+
+def _occluder(tmp_path: Path, batch: int | str = "batch"):  # type: ignore[no-untyped-def]
+    """xseg_1's tensors; returns channel 2 of its BGR input, the crop's red / 255."""
+    nodes = [helper.make_node("Slice", ["input", "from", "to", "axis"], ["output"])]
+    return _save(tmp_path, "xseg_1", nodes, [_ints("from", [2]), _ints("to", [3]), _ints("axis", [3])], batch)
+
+
+def _parser(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """bisenet_resnet_34's tensors; logits -(class - c)^2 with class = red / 10 read back from the input."""
+    nodes = [
+        helper.make_node("Slice", ["input", "from", "to", "axis"], ["red_normalised"]),
+        helper.make_node("Mul", ["red_normalised", "std"], ["red_centred"]),
+        helper.make_node("Add", ["red_centred", "mean"], ["red_unit"]),
+        helper.make_node("Mul", ["red_unit", "to_class"], ["class_value"]),
+        helper.make_node("Sub", ["class_value", "classes"], ["distance"]),
+        helper.make_node("Mul", ["distance", "distance"], ["squared"]),
+        helper.make_node("Neg", ["squared"], ["output"]),
+    ]
+    initializers = [_ints("from", [0]), _ints("to", [1]), _ints("axis", [1]), _floats("std", IMAGENET_STD[0]),
+                    _floats("mean", IMAGENET_MEAN[0]), _floats("to_class", 25.5),
+                    _floats("classes", np.arange(19).reshape(1, 19, 1, 1))]
+    return _save(tmp_path, "bisenet_resnet_34", nodes, initializers)
+
+
+def _face_crop(photo: np.ndarray, size: int) -> np.ndarray:
+    """A square crop of the photo's face (an aligned crop's stand-in), `size` pixels."""
+    height, width = photo.shape[:2]
+    side = min(height, width)
+    square = photo[(height - side) // 2:(height + side) // 2, (width - side) // 2:(width + side) // 2]
+    return cv2.resize(square, (size, size), interpolation=cv2.INTER_AREA)
+
+
+def _class_map(size: int, seed: int) -> np.ndarray:
+    """Blocks of random classes 0..18, 32 px each at 512."""
+    block = size // 16
+    return np.kron(np.random.default_rng(seed).integers(0, 19, (16, 16)), np.ones((block, block))).astype(np.uint8)
+
+
+def test_occluder_masks_are_the_models_mask_at_each_crops_size(tmp_path: Path, grace_hopper: np.ndarray,
+                                                              astronaut: np.ndarray) -> None:
+    crops = [_face_crop(grace_hopper, 256), _face_crop(astronaut, 256), _face_crop(grace_hopper, 256)]
+    visible = []
+    for index, crop in enumerate(crops):  # the "visible face": a rectangle in the red channel
+        known = np.zeros((256, 256), np.uint8)
+        known[40 + 10 * index:200, 60:190 - 20 * index] = 255
+        crop[..., 0] = known
+        visible.append(known.astype(np.float32) / 255)
+    for batch, runs in (("batch", [2, 1]), (1, [1, 1, 1])):  # a free batch axis runs in batches, a fixed one not
+        session = Counting(_occluder(tmp_path, batch))
+        occluder = Occluder(session, OccluderOptions(batch_size=2, edge_sigma=0.0))  # type: ignore[arg-type]
+        for mask, expected in zip(occluder.masks(crops), visible, strict=True):
+            assert mask.dtype == np.float32 and mask.shape == (256, 256)
+            np.testing.assert_array_equal(mask, expected)
+        assert session.batches == runs
+    soft = Occluder(_occluder(tmp_path), OccluderOptions()).masks([_face_crop(astronaut, 512)
+                                                                   * np.uint8(0) + np.uint8(255)])[0]
+    assert soft.shape == (512, 512) and soft.min() == 1.0  # all visible stays all visible at any size
+
+
+def test_soft_occlusion_edges_stay_inside_the_visible_area(tmp_path: Path, astronaut: np.ndarray) -> None:
+    crop = _face_crop(astronaut, 384)
+    crop[..., 0] = 0
+    crop[96:288, 96:288, 0] = 255
+    mask = Occluder(_occluder(tmp_path), OccluderOptions()).masks([crop])[0]
+    assert mask[192, 192] == 1.0 and mask[:90].max() == 0.0 and mask[:, :90].max() == 0.0
+    assert 0.0 < mask[100, 192] < 1.0  # a soft edge just inside the rectangle
+
+
+def test_region_mask_selects_exactly_the_chosen_classes(tmp_path: Path, grace_hopper: np.ndarray,
+                                                         astronaut: np.ndarray) -> None:
+    session = _parser(tmp_path)
+    crops, maps = [], []
+    for seed, photo in enumerate((grace_hopper, astronaut, astronaut)):
+        crop, classes = _face_crop(photo, 512), _class_map(512, seed)
+        crop[..., 0] = classes * 10
+        crops.append(crop)
+        maps.append(classes)
+    regions = ("skin", "nose", "upper-lip", "lower-lip", "left-ear", "neck")
+    counting = Counting(session)
+    parser = FaceParser(counting, ParserOptions(regions=regions, batch_size=2, edge_sigma=0.0))  # type: ignore[arg-type]
+    for found, classes in zip(parser.classes(crops), maps, strict=True):
+        np.testing.assert_array_equal(found, classes)
+    assert counting.batches == [2, 1]
+    chosen = [REGIONS[name] for name in regions]
+    for mask, classes in zip(parser.masks(crops), maps, strict=True):
+        np.testing.assert_array_equal(mask, np.isin(classes, chosen).astype(np.float32))
+
+
+def test_region_mask_at_another_crop_size(tmp_path: Path, astronaut: np.ndarray) -> None:
+    crop = _face_crop(astronaut, 256)
+    crop[..., 0] = 0  # background everywhere but a block of skin
+    crop[64:192, 64:192, 0] = 10
+    mask = FaceParser(_parser(tmp_path), ParserOptions(regions=("skin",))).masks([crop])[0]
+    assert mask.shape == (256, 256) and mask[128, 128] == 1.0 and mask[:56].max() == 0.0
+    eyes_only = FaceParser(_parser(tmp_path), ParserOptions(regions=("left-eye", "right-eye"))).masks([crop])[0]
+    assert eyes_only.max() == 0.0
+
+
+def test_box_mask_in_facefusions_sense() -> None:
+    hard = box_mask(100, 100, 0.0)
+    assert hard[0].max() == 0.0 and hard[1:-1, 1:-1].min() == 1.0  # no blur: only the outermost pixel goes
+    padded = box_mask(200, 200, 0.0, (10, 0, 25, 5))
+    rows, cols = np.nonzero(padded)
+    assert (rows.min(), rows.max(), cols.min(), cols.max()) == (20, 149, 10, 198)
+    soft = box_mask(256, 256, 0.3)
+    assert soft[128, 128] == pytest.approx(1.0, abs=1e-5) and soft[0].max() == 0.0 and soft[:, -1].max() == 0.0
+    assert 0.0 < soft[128, 19] < 0.5 < soft[128, 40] < 1.0  # a ramp over about the blur's width
+    assert padding_from([5]) == (5, 5, 5, 5) and padding_from([1, 2]) == (1, 2, 1, 2)
+    assert padding_from([1, 2, 3]) == (1, 2, 3, 2) and padding_from([1, 2, 3, 4]) == (1, 2, 3, 4)
+
+
+def test_selected_masks_combine_as_their_minimum(tmp_path: Path, astronaut: np.ndarray) -> None:
+    crops = [_face_crop(astronaut, 512), _face_crop(astronaut[:, ::-1], 512)]
+    for index, crop in enumerate(crops):
+        crop[..., 0] = _class_map(512, index) * 10
+    occluder = Occluder(_occluder(tmp_path))
+    parser = FaceParser(_parser(tmp_path))
+    meshes = [np.linspace(0, 1, 512 * 512, dtype=np.float32).reshape(512, 512) ** (index + 1)
+              for index in range(len(crops))]
+    options = MaskOptions(types=("box", "mesh", "occlusion", "region"), blur=0.2, padding=(5, 0, 0, 10))
+    combined = crop_masks(crops, options, occluder=occluder, parser=parser, mesh=meshes)
+    boxes = [box_mask(512, 512, 0.2, (5, 0, 0, 10))] * 2
+    expected = np.minimum.reduce([np.array(boxes), np.array(meshes), np.array(occluder.masks(crops)),
+                                  np.array(parser.masks(crops))])
+    np.testing.assert_array_equal(np.array(combined), expected)
+    only_box = crop_masks(crops, MaskOptions(types=("box",), blur=0.2, padding=(5, 0, 0, 10)))
+    np.testing.assert_array_equal(only_box[0], boxes[0])
+    assert all(m.min() == 1.0 for m in crop_masks(crops, MaskOptions(types=())))
+    with pytest.raises(ValueError, match="occlusion"):
+        crop_masks(crops, MaskOptions(types=("occlusion",)))
+
+
+def test_mesh_mask_covers_the_face_oval(pool: ModelPool, astronaut: np.ndarray) -> None:
+    topology = MeshTopology.from_json(pool.store.path("face_mesh_topology").read_text(encoding="utf-8"))
+    landmarks = FaceAnalyser(pool).faces(astronaut)[0].landmarks
+    assert landmarks is not None
+    mask = mesh_mask(landmarks, topology.face_oval, *astronaut.shape[:2])
+    nose = np.round(landmarks[1, :2]).astype(int)
+    assert mask.shape == astronaut.shape[:2] and mask[nose[1], nose[0]] == 1.0
+    assert mask[0, 0] == 0.0 and mask[-1, -1] == 0.0 and 0.005 < mask.mean() < 0.2

@@ -1,0 +1,211 @@
+"""The neural swapper with stand-in models on the real photos: identity models give back the target, the source
+identity goes in as each model needs it, batches where the batch axis allows, pixel boost."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+from PIL import Image
+
+import neural_models as nm
+from scenes import group
+from slimfuse.config import RunConfig
+from slimfuse.faces.align import five_points, warp_face
+from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.faces.recognize import normalise
+from slimfuse.models.initializers import last_initializer
+from slimfuse.models.neural.swappers import SWAPPER_NAMES
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Store
+from slimfuse.pipeline.image import ImageSwapper
+from slimfuse.processors.base import SourcePhoto
+from slimfuse.processors.onnx_swap import OnnxSwapProcessor, SwapSource, emap_of, inswapper_latent
+
+
+@pytest.fixture(scope="module")
+def neural_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
+    root = tmp_path_factory.mktemp("neural")
+    placed = nm.place_standins(root / "placed")
+    return ModelPool(nm.isolated_store(root / "home", store, placed))
+
+
+@pytest.fixture(scope="module")
+def batch_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
+    root = tmp_path_factory.mktemp("neural_batch")
+    placed = nm.place_standins(root / "placed", free_batch=True)
+    return ModelPool(nm.isolated_store(root / "home", store, placed))
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+
+def _run(pool: ModelPool, tmp_path: Path, source: Path, target: np.ndarray, **options: object) -> np.ndarray:
+    target_path = tmp_path / "target.png"
+    Image.fromarray(target).save(target_path)
+    output = tmp_path / "out.png"
+    config = RunConfig(sources=(source,), target=target_path, output=output, **options)  # type: ignore[arg-type]
+    ImageSwapper(config, pool, lambda message: None).run()
+    return np.asarray(Image.open(output).convert("RGB"))
+
+
+def frame_alpha(processor: OnnxSwapProcessor, frame: np.ndarray, faces: list) -> np.ndarray:  # type: ignore[type-arg]
+    """Where paste-back may change the frame: each crop's alpha through the inverse crop transform."""
+    total = np.zeros(frame.shape[:2], dtype=np.float32)
+    for face in faces:
+        crop = processor.crop(frame, face)
+        alpha = processor.mask(crop)
+        warped = cv2.warpAffine(alpha, crop.crop_from_frame, (frame.shape[1], frame.shape[0]),
+                                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0)
+        total = np.maximum(total, warped)
+    return total
+
+
+CASES = [(name, None) for name in SWAPPER_NAMES] + [("inswapper_128", 256), ("inswapper_128", 512),
+                                                   ("hyperswap_1a_256", 512)]
+
+
+@pytest.mark.parametrize(("model", "boost"), CASES, ids=[f"{m}-{b or 'own'}" for m, b in CASES])
+def test_identity_swappers_give_back_the_target(neural_pool: ModelPool, tmp_path: Path, model: str, boost: int | None,
+                                                grace_hopper: np.ndarray, astronaut_path: Path) -> None:
+    result = _run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model=model,
+                  face_swapper_pixel_boost=boost)
+    assert result.shape == grace_hopper.shape
+    assert psnr(result, grace_hopper) >= 35.0
+    processor = OnnxSwapProcessor(neural_pool, model, boost)
+    faces = FaceAnalyser(neural_pool).faces(grace_hopper)[:1]
+    inside = cv2.dilate((frame_alpha(processor, grace_hopper, faces) > 0).astype(np.uint8), np.ones((3, 3)))
+    changed = np.any(result != grace_hopper, axis=2)
+    assert changed.sum() > 1000  # the face really went through the model and back
+    assert not (changed & (inside == 0)).any()  # exactly equal outside the mask
+
+
+def test_pixel_boost_brings_back_more_detail(neural_pool: ModelPool, tmp_path: Path, grace_hopper: np.ndarray,
+                                             astronaut_path: Path) -> None:
+    scores = [psnr(_run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model="inswapper_128",
+                        face_swapper_pixel_boost=boost), grace_hopper) for boost in (None, 256, 512)]
+    assert scores[0] < scores[1] < scores[2]
+
+
+def test_the_emap_is_the_graphs_last_initializer(neural_pool: ModelPool, tmp_path: Path) -> None:
+    emap = np.random.default_rng(3).normal(size=(512, 512)).astype(np.float32)
+    path = nm.save(nm.padded(nm.inswapper(emap=emap), 1 << 20), tmp_path, "inswapper_128")
+    assert np.array_equal(last_initializer(path), emap)
+    assert np.array_equal(last_initializer(path), numpy_helper.to_array(onnx.load(str(path)).graph.initializer[-1]))
+    placed = nm.spec_of("inswapper_128").filename
+    expected = numpy_helper.to_array(onnx.load(str(neural_pool.store.path("inswapper_128"))).graph.initializer[-1])
+    assert placed.endswith(".onnx") and np.array_equal(emap_of(neural_pool, "inswapper_128"), expected)
+    with pytest.raises(ValueError):
+        last_initializer(nm.save(nm.identity_enhancer("gfpgan_1.4"), tmp_path, "gfpgan_1.4"))  # no initializers
+
+
+def test_inswapper_latent_is_the_normalised_embedding_times_the_emap() -> None:
+    rng = np.random.default_rng(0)
+    embedding, emap = rng.normal(size=512), rng.normal(size=(512, 512)).astype(np.float32)
+    expected = (embedding / np.linalg.norm(embedding)) @ emap
+    expected /= np.linalg.norm(expected)
+    np.testing.assert_allclose(inswapper_latent(embedding * 7.5, emap)[0], expected, rtol=1e-4, atol=1e-6)
+
+
+def _arcface_reference(image: np.ndarray, face) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The recogniser stand-in's raw embedding, computed here from the published recipe: arcface_112_v2 at 112,
+    RGB (x - 127.5) / 127.5."""
+    crop, _ = warp_face(image, five_points(face.landmarks), "arcface_112_v2", 112)
+    tensor = ((crop.astype(np.float64) - 127.5) / 127.5).transpose(2, 0, 1)[None]
+    return nm.recognizer_reference(tensor)[0]
+
+
+@pytest.mark.parametrize("model", ["inswapper_128", "hyperswap_1b_256", "simswap_256", "ghost_2_256",
+                                   "blendswap_256", "uniface_256"])
+def test_the_source_goes_in_as_each_model_takes_it(neural_pool: ModelPool, model: str, astronaut: np.ndarray) -> None:
+    face = FaceAnalyser(neural_pool).faces(astronaut)[0]
+    prepared = OnnxSwapProcessor(neural_pool, model).prepare([SourcePhoto(image=astronaut, face=face)])
+    assert isinstance(prepared, SwapSource) and prepared.tensor.dtype == np.float32
+    raw = _arcface_reference(astronaut, face)
+    normed = raw / np.linalg.norm(raw)
+    if model.startswith("inswapper"):
+        expected = inswapper_latent(normed, emap_of(neural_pool, model))[0]
+    elif model.startswith("hyperswap"):
+        expected = normed
+    elif model.startswith(("simswap", "ghost")):
+        converted = raw @ nm.converter_matrix()
+        expected = converted / np.linalg.norm(converted) if model.startswith("simswap") else converted
+    else:
+        template, size = ("arcface_112_v2", 112) if model == "blendswap_256" else ("ffhq_512", 256)
+        picture, _ = warp_face(astronaut, five_points(face.landmarks), template, size)
+        np.testing.assert_allclose(prepared.tensor, (picture / 255.0).transpose(2, 0, 1)[None], atol=1e-6)
+        return
+    assert prepared.tensor.shape == (1, 512)
+    np.testing.assert_allclose(prepared.tensor[0], expected, rtol=2e-3, atol=2e-4)
+    if prepared.embedding is not None:
+        np.testing.assert_allclose(prepared.embedding, normed, rtol=2e-3, atol=2e-4)
+
+
+class _Counting:
+    """A session wrapper that counts runs and the batch size of each."""
+
+    def __init__(self, session: object) -> None:
+        self.session = session
+        self.batches: list[int] = []
+
+    def get_inputs(self):  # type: ignore[no-untyped-def]
+        return self.session.get_inputs()  # type: ignore[attr-defined]
+
+    def run(self, names, feeds):  # type: ignore[no-untyped-def]
+        self.batches.append(len(feeds["target"]))
+        return self.session.run(names, feeds)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def six_faces(grace_hopper: np.ndarray, astronaut: np.ndarray) -> np.ndarray:
+    return group(grace_hopper, astronaut, width=900, height=600, face_px=110).image
+
+
+def _process_counting(pool: ModelPool, frame: np.ndarray, source: np.ndarray, boost: int | None,
+                      monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray], list[int]]:
+    processor = OnnxSwapProcessor(pool, "inswapper_128", boost)
+    source_face = FaceAnalyser(pool).faces(source)[0]
+    prepared = processor.prepare([SourcePhoto(image=source, face=source_face)])
+    counting = _Counting(pool.session("inswapper_128"))
+    original = pool.session
+    monkeypatch.setattr(pool, "session", lambda name: counting if name == "inswapper_128" else original(name))
+    faces = FaceAnalyser(pool).faces(frame)
+    results = processor.process([processor.crop(frame, face) for face in faces], prepared)
+    monkeypatch.undo()
+    return [result.image for result in results], counting.batches
+
+
+@pytest.mark.parametrize("boost", [None, 256])
+def test_batches_where_the_batch_axis_allows(neural_pool: ModelPool, batch_pool: ModelPool, six_faces: np.ndarray,
+                                             astronaut: np.ndarray, boost: int | None,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    fixed, fixed_runs = _process_counting(neural_pool, six_faces, astronaut, boost, monkeypatch)
+    free, free_runs = _process_counting(batch_pool, six_faces, astronaut, boost, monkeypatch)
+    tiles = 6 * (1 if boost is None else 4)
+    assert len(fixed) == len(free) == 6
+    assert fixed_runs == [1] * tiles  # a model fixed at batch 1 runs face by face (tile by tile)
+    assert sum(free_runs) == tiles and max(free_runs) > 1 and len(free_runs) == -(-tiles // 8)
+    for a, b in zip(fixed, free, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_many_faces_are_swapped_back_to_themselves(neural_pool: ModelPool, tmp_path: Path, six_faces: np.ndarray,
+                                                   astronaut_path: Path) -> None:
+    result = _run(neural_pool, tmp_path, astronaut_path, six_faces, face_swapper_model="hyperswap_1a_256",
+                  face_selector_mode="many")
+    assert psnr(result, six_faces) >= 35.0
+    processor = OnnxSwapProcessor(neural_pool, "hyperswap_1a_256")
+    faces = FaceAnalyser(neural_pool).faces(six_faces)
+    assert len(faces) == 6
+    inside = cv2.dilate((frame_alpha(processor, six_faces, faces) > 0).astype(np.uint8), np.ones((3, 3)))
+    assert not (np.any(result != six_faces, axis=2) & (inside == 0)).any()
+
+
+def test_normalise_is_l2() -> None:
+    vectors = np.random.default_rng(2).normal(size=(4, 512))
+    np.testing.assert_allclose(np.linalg.norm(normalise(vectors), axis=1), 1.0, rtol=1e-6)
