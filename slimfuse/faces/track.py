@@ -7,19 +7,20 @@ which is computed once per track rather than once per frame.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
-from slimfuse.faces.detect import FaceDetector
 from slimfuse.faces.geometry import iou
-from slimfuse.faces.identity import distance
 from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.faces.recognize import Recognizer
 from slimfuse.faces.smooth import OneEuroFilter, OneEuroSettings
 from slimfuse.faces.types import Face
 
-Describe = Callable[[np.ndarray, Face], np.ndarray]
+
+class Detector(Protocol):
+    def detect(self, image: np.ndarray) -> list[Face]: ...
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,11 @@ class Track:
 
 
 class FaceTracker:
-    def __init__(self, detector: FaceDetector, mesh: FaceMesh, describe: Describe,
+    def __init__(self, detector: Detector, mesh: FaceMesh, recognizer: Recognizer,
                  options: TrackerOptions = TrackerOptions()) -> None:
         self.detector = detector
         self.mesh = mesh
-        self.describe = describe
+        self.recognizer = recognizer
         self.options = options
         self.tracks: list[Track] = []
         self._next_id = 0
@@ -83,7 +84,7 @@ class FaceTracker:
     def descriptor(self, frame: np.ndarray, track: Track) -> np.ndarray:
         """The track's identity, computed on first need only."""
         if track.descriptor is None:
-            track.descriptor = self.describe(frame, track.raw)
+            track.descriptor = self.recognizer.descriptor(frame, track.raw)
             self.identities_computed += 1
         return track.descriptor
 
@@ -159,13 +160,13 @@ class FaceTracker:
         probes = []
         for face in faces:
             located = self.mesh.landmarks(frame, face)
-            probes.append(self.describe(frame, located or face))
+            probes.append(self.recognizer.descriptor(frame, located or face))
             self.identities_computed += 1
         settled = list(pairs)
         free = list(range(len(faces)))
         for slot, track in zip(ambiguous, tracks, strict=True):
             reference = self.descriptor(frame, track)
-            best = min(free, key=lambda k: distance(probes[k], reference))
+            best = min(free, key=lambda k: self.recognizer.distance(probes[k], reference))
             free.remove(best)
             settled[slot] = (track, faces[best])
             if faces[best] is not pairs[slot][1]:

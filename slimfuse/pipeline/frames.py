@@ -11,7 +11,6 @@ import numpy as np
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
 from slimfuse.faces.detect import SPECS, FaceDetector
-from slimfuse.faces.identity import distance
 from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.faces.track import FaceTracker, Track, TrackerOptions
 from slimfuse.pipeline.image import ImageSwapper
@@ -43,7 +42,7 @@ class FrameSwapper:
         detector = FaceDetector({key: pool.session(SPECS[key].model)
                                  for key in FaceDetector.models_for(config.face_detector_model)},
                                 swapper.analyser.detector_options)
-        self.tracker = FaceTracker(detector, FaceMesh(pool.session(MESH_MODEL)), swapper.identity.descriptor,
+        self.tracker = FaceTracker(detector, FaceMesh(pool.session(MESH_MODEL)), swapper.identity,
                                    TrackerOptions(detect_interval=config.detect_interval))
         self.reuse = ReuseCache(reuse)
         self.prepared = swapper.prepare_sources()
@@ -92,7 +91,8 @@ class FrameSwapper:
             return [self._hold_choice(tracks)]
         reference = self._reference_descriptor(rgb, tracks)
         return [track for track in tracks
-                if distance(self.tracker.descriptor(rgb, track), reference) <= self.config.reference_face_distance]
+                if self.swapper.identity.distance(self.tracker.descriptor(rgb, track), reference)
+                <= self.config.reference_face_distance]
 
     def _hold_choice(self, tracks: list[Track]) -> Track:
         largest = tracks[0]
