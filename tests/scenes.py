@@ -6,9 +6,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-# Face boxes (x0, y0, x1, y1) in the original photos, measured once and rounded outward.
-GRACE_HOPPER_FACE = (165, 130, 370, 340)
-ASTRONAUT_FACE = (175, 70, 278, 178)
+from slimfuse.samples import ASTRONAUT_FACE, GRACE_HOPPER_FACE
+
 
 
 @dataclass(frozen=True)

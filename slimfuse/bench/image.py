@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import resource
 import statistics
 import tempfile
 import time
@@ -19,6 +18,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from slimfuse.bench.memory import peak_rss_mb
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
 from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector
@@ -115,7 +115,7 @@ def measure_target(name: str, runs: int) -> TargetResult:
         }
         total = _median_ms(lambda: swapper.swap_frame(frame, [mesh.landmarks(frame, detector.detect(frame)[0])],
                                                       prepared), runs)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     height, width = frame.shape[:2]
     return TargetResult(name, width, height, model_load_ms, stage_ms, total, peak)
 

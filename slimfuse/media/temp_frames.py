@@ -85,12 +85,16 @@ class TempFrames:
         return len(self._frames)
 
     def extract(self, frames: Iterable[VideoFrame]) -> int:
-        """Write every frame (a VideoReader, or any iterable of frames) to disk; returns how many."""
-        for frame in frames:
-            self._time_base = frame.time_base
-            self._write(self._file(frame.index, frame.pts, frame.duration), frame.rgb)
-            self._frames.append((frame.index, frame.pts, frame.duration))
-        (self.path / "timing.json").write_text(json.dumps({"time_base": str(self._time_base), "format": self.fmt}))
+        """Write every frame (a VideoReader, or any iterable of frames) to disk; returns how many. If the frames
+        stop with an error (a decoding error), the ones written so far stay usable."""
+        try:
+            for frame in frames:
+                self._time_base = frame.time_base
+                self._write(self._file(frame.index, frame.pts, frame.duration), frame.rgb)
+                self._frames.append((frame.index, frame.pts, frame.duration))
+        finally:
+            timing = {"time_base": str(self._time_base), "format": self.fmt, "frames": len(self._frames)}
+            (self.path / "timing.json").write_text(json.dumps(timing))
         return len(self._frames)
 
     def __iter__(self) -> Iterator[VideoFrame]:

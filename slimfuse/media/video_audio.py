@@ -6,13 +6,13 @@ the file and neither is buffered whole.
 """
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import av
+import numpy as np
 from av.audio.stream import AudioStream
 from av.container import InputContainer, OutputContainer
 
@@ -39,30 +39,24 @@ class AudioTrack:
     `begin(start, shift)`: audio from `start` seconds of input time (None: all of it), every timestamp moved back by
     `shift` seconds, as the video's are. Then `feed_until(t)` with the output time of the video written so far, and
     `finish(end)` once the video is done (`end`: output time where the audio stops, None: the input's end).
+
+    Copied audio is cut at packet boundaries (within one audio frame); re-encoded audio is cut to the sample.
     """
 
     def __init__(self, source: InputContainer, output: OutputContainer, fmt: str, copy: bool) -> None:
         self._source = source
         self._input: AudioStream = source.streams.audio[0]
-        self._copy = copy
         self.copied = copy
         self._negative_ok = fmt in NEGATIVE_TS_OK
         self._start: float | None = None
+        self._end = float("inf")
         self._time_base = self._input.time_base or Fraction(1, self._input.sample_rate)
         self._shift_ticks = 0
-        self._pending: av.Packet | None = None
-        self._ready: deque[av.Packet] = deque()
-        if copy:
-            self._output = output.add_stream_from_template(self._input)
-            self._items: Iterator[av.Packet | av.AudioFrame] = self._packets()
-        else:
-            self._output = _add_encoder(output, REENCODE[fmt], self._input)
-            self._items = self._frames()
+        self._output = (output.add_stream_from_template(self._input) if copy
+                        else _add_encoder(output, REENCODE[fmt], self._input))
+        self._items: Iterator[av.Packet | av.AudioFrame] = self._packets() if copy else self._frames()
+        self._pending: av.Packet | av.AudioFrame | None = None
         self.stopped_reason: str | None = None
-
-    @property
-    def codec(self) -> str:
-        return self._output.codec_context.name
 
     def begin(self, start: float | None, shift: Fraction) -> None:
         self._start = start
@@ -72,34 +66,31 @@ class AudioTrack:
         """Mux the audio that starts before output time `seconds`."""
         while True:
             if self._pending is None:
-                self._pending = self._next_packet()
+                self._pending = self._next()
                 if self._pending is None:
                     return
-            packet = self._pending
-            if packet.pts is not None and float(packet.pts * packet.time_base) >= seconds:
+            item = self._pending
+            if item.pts is not None and float(item.pts * (item.time_base or self._time_base)) >= seconds:
                 return
             self._pending = None
-            mux([packet])
+            packets = [item] if isinstance(item, av.Packet) else self._output.encode(self._cut_tail(item))
+            mux([packet for packet in packets if self._keeps(packet)])
 
     def finish(self, end: float | None, mux: Callable[[list[av.Packet]], None]) -> None:
-        self.feed_until(float("inf") if end is None else end, mux)
-        if not self._copy:
+        self._end = float("inf") if end is None else end
+        self.feed_until(self._end, mux)
+        if not self.copied:
             mux([packet for packet in self._output.encode(None) if self._keeps(packet)])
 
-    def _next_packet(self) -> av.Packet | None:
-        """The next output packet, already shifted and bound to the output stream; None at the end."""
-        while not self._ready:
-            try:
-                item = next(self._items)
-            except StopIteration:
-                return None
-            except av.FFmpegError as exc:
-                # Audio that stops decoding ends the audio, not the video.
-                self.stopped_reason = str(exc)
-                return None
-            packets = [item] if isinstance(item, av.Packet) else self._output.encode(item)
-            self._ready.extend(packet for packet in packets if self._keeps(packet))
-        return self._ready.popleft()
+    def _next(self) -> av.Packet | av.AudioFrame | None:
+        try:
+            return next(self._items)
+        except StopIteration:
+            return None
+        except av.FFmpegError as exc:
+            # Audio that stops decoding ends the audio, not the video.
+            self.stopped_reason = str(exc)
+            return None
 
     def _keeps(self, packet: av.Packet) -> bool:
         return self._negative_ok or packet.pts is None or packet.pts >= 0
@@ -120,11 +111,32 @@ class AudioTrack:
         for frame in self._source.decode(self._input):
             if frame.pts is None:
                 continue
-            end = float(frame.pts * (frame.time_base or self._time_base)) + frame.samples / frame.sample_rate
-            if self._start is not None and end <= self._start:
-                continue
-            frame.pts -= self._shift_ticks
+            if self._start is not None:
+                skip = round((self._start - float(frame.pts * self._time_base)) * frame.sample_rate)
+                if skip >= frame.samples:
+                    continue
+                if skip > 0:
+                    frame = _samples(frame, skip, frame.samples, self._time_base)
+            frame.pts = (frame.pts or 0) - self._shift_ticks
             yield frame
+
+    def _cut_tail(self, frame: av.AudioFrame) -> av.AudioFrame:
+        if self._end == float("inf") or frame.pts is None:
+            return frame
+        keep = round((self._end - float(frame.pts * self._time_base)) * frame.sample_rate)
+        return frame if keep >= frame.samples else _samples(frame, 0, max(keep, 1), self._time_base)
+
+
+def _samples(frame: av.AudioFrame, first: int, stop: int, time_base: Fraction) -> av.AudioFrame:
+    """Samples [first, stop) of `frame` as a frame of their own, with its pts moved to match."""
+    data: Any = frame.to_ndarray()
+    part = data[:, first:stop] if frame.format.is_planar else data[:, first * frame.layout.nb_channels:
+                                                                       stop * frame.layout.nb_channels]
+    out = av.AudioFrame.from_ndarray(np.ascontiguousarray(part), format=frame.format.name, layout=frame.layout.name)
+    out.sample_rate = frame.sample_rate
+    out.time_base = time_base
+    out.pts = (frame.pts or 0) + round(Fraction(first, frame.sample_rate) / time_base)
+    return out
 
 
 def _add_encoder(output: OutputContainer, codec: str, source: AudioStream) -> AudioStream:

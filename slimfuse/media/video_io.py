@@ -444,8 +444,9 @@ class VideoWriter:
             except queue.Full:
                 continue
 
-    def close(self) -> None:
-        """Finish encoding, write the trailer, and move the file into place under its name."""
+    def close(self, path: Path | None = None) -> None:
+        """Finish encoding, write the trailer, and move the file into place under its name, or under `path`
+        (in the same directory, same container type: used to keep the frames before a decoding error apart)."""
         if self._closed:
             return
         try:
@@ -460,7 +461,7 @@ class VideoWriter:
             if self.frames_written == 0:
                 raise NoFramesError(self.path, "no frames were written; the output is not created")
             _fsync(self._temp)
-            os.replace(self._temp, self.path)
+            os.replace(self._temp, path or self.path)
             self._closed = True
         except BaseException:
             self.abort()

@@ -13,7 +13,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from clips import (
+from slimfuse.bench.clips import (
     GRACE_HOPPER_FACE,
     audio_only,
     crossing,
@@ -182,11 +182,12 @@ def test_odd_sizes_work(tmp_path: Path, grace_hopper: np.ndarray, encoder: str, 
     assert np.abs(first[:241, :321].astype(int) - frames[0].astype(int)).mean() < 4
 
 
-def test_trim_cuts_video_and_audio_together(tmp_path: Path, grace_hopper: np.ndarray) -> None:
+@pytest.mark.parametrize("target", ["out.mp4", "out.webm"])  # audio copied, audio re-encoded
+def test_trim_cuts_video_and_audio_together(tmp_path: Path, grace_hopper: np.ndarray, target: str) -> None:
     source = make_clip(tmp_path / "in.mp4", pan(grace_hopper, SIZE, 50), fps=25, audio=True)
-    seen = transcode(source, tmp_path / "out.mp4", start=10, end=30)
+    seen = transcode(source, tmp_path / target, start=10, end=30)
     assert seen == list(range(10, 30))
-    before, after = scan(source), scan(tmp_path / "out.mp4")
+    before, after = scan(source), scan(tmp_path / target)
     assert after.times == [time - before.times[10] for time in before.times[10:30]]
     assert after.audio_seconds == pytest.approx(20 / 25, abs=AUDIO_FRAME_S)
 
@@ -349,9 +350,21 @@ def test_truncated_video_yields_what_decodes_then_names_the_frame(tmp_path: Path
     assert 5 < len(frames) < 40 and frames == list(range(len(frames)))
     assert stopped.value.frame_index == len(frames) and f"frame {len(frames)}" in str(stopped.value)
     assert stopped.value.exit_code == 33 and str(cut) in str(stopped.value)
-    # The pipeline may keep what decoded (close) or drop it (abort); here it keeps it.
-    writer.close()
-    assert len(scan(tmp_path / "out.mp4").times) == len(frames)
+    # The pipeline may keep what decoded (close, here under a name of its own) or drop it (abort).
+    writer.close(tmp_path / "out.partial.mp4")
+    assert len(scan(tmp_path / "out.partial.mp4").times) == len(frames)
+    assert not (tmp_path / "out.mp4").exists() and leftovers(tmp_path) == []
+
+
+def test_temp_frames_keep_what_decoded_before_an_error(tmp_path: Path, grace_hopper: np.ndarray) -> None:
+    clip = make_clip(tmp_path / "clip.mkv", pan(grace_hopper, SIZE, 30))
+    cut = tmp_path / "cut.mkv"
+    cut.write_bytes(clip.read_bytes()[: int(clip.stat().st_size * 0.6)])
+    with TempFrames("jpg", root=tmp_path) as frames, VideoReader(cut) as reader:
+        with pytest.raises(VideoDecodeStoppedError) as stopped:
+            frames.extract(reader)
+        assert len(frames) == stopped.value.frame_index == len(list(frames)) > 5
+        assert json.loads((frames.path / "timing.json").read_text())["frames"] == len(frames)
 
 
 # --- clean-up --------------------------------------------------------------------------------------------------------
@@ -454,18 +467,18 @@ def test_keep_temp_keeps_the_frames(tmp_path: Path, grace_hopper: np.ndarray) ->
 
 # --- memory ----------------------------------------------------------------------------------------------------------
 
-# Peak RSS is read from VmHWM, not getrusage: Linux carries ru_maxrss across exec, so a child started from this
-# (large) test process would report the parent's peak instead of its own.
+# Each child reports its own peak (peak_rss_mb reads VmHWM: getrusage would report this large parent's).
 CHILD = textwrap.dedent("""
-    import re, sys
+    import sys
     from pathlib import Path
+    from slimfuse.bench.memory import peak_rss_mb
     from slimfuse.media.video_io import EncodeSettings, VideoReader, VideoWriter, probe
     source, target = Path(sys.argv[1]), Path(sys.argv[2])
     info = probe(source)
     with VideoReader(source) as reader, VideoWriter(target, info, EncodeSettings(preset="ultrafast")) as writer:
         for frame in reader:
             writer.write(frame)
-    print(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text())[1])
+    print(peak_rss_mb())
 """)
 
 
@@ -475,7 +488,7 @@ def test_peak_memory_does_not_grow_with_length(tmp_path: Path, grace_hopper: np.
         source = make_clip(tmp_path / f"in{count}.mp4", pan(grace_hopper, (640, 360), count), audio=True)
         result = subprocess.run([sys.executable, "-c", CHILD, str(source), str(tmp_path / f"out{count}.mp4")],
                                 capture_output=True, text=True, check=True)
-        peaks[count] = int(result.stdout.split()[-1])
+        peaks[count] = float(result.stdout.split()[-1])
     assert peaks[1500] <= peaks[150] * 1.10, peaks
 
 

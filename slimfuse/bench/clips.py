@@ -1,5 +1,6 @@
-"""Test clips built with PyAV from the packaged photos: camera motions over a photo, two faces crossing, a still
-shot, constant or variable frame rate, rotation tags, odd sizes, and a generated sine-tone audio track.
+"""Clips built with PyAV from the packaged photos, for the benchmarks and the tests: camera motions over a
+photo, two faces crossing, a still shot, constant or variable frame rate, rotation tags, odd sizes, and a generated
+sine-tone audio track.
 
 A motion is a list of `Pose`s (where the photo's face lands in each frame); `render` draws one pose, so a test can
 both build the frames and know where each face is (`face_box`).
@@ -17,9 +18,8 @@ import av
 import cv2
 import numpy as np
 
-# Face boxes (x0, y0, x1, y1) in the packaged photos (the same as tests/scenes.py).
-GRACE_HOPPER_FACE = (165, 130, 370, 340)
-ASTRONAUT_FACE = (175, 70, 278, 178)
+from slimfuse.samples import ASTRONAUT_FACE, GRACE_HOPPER_FACE
+
 BACKGROUND = 90
 AUDIO_RATE = 48000
 TONE_HZ = 440.0
