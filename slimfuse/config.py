@@ -5,9 +5,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from slimfuse.faces.detect import DetectorName
 from slimfuse.faces.select import SelectorMode
 from slimfuse.models.runtime import ArenaExtendStrategy, ConvAlgoSearch, RuntimeOptions
+from slimfuse.processors.frame_enhance import FrameEnhanceOptions
+from slimfuse.processors.mask_types import MaskOptions, MaskType, Padding
+from slimfuse.processors.parsing import DEFAULT_REGIONS
 
 BlendMode = Literal["feather", "poisson"]
 
@@ -23,7 +25,8 @@ class RunConfig:
     reference_face_image: Path | None = None
     reference_face_position: int = 0
     reference_face_distance: float = 0.6
-    face_detector_model: DetectorName = "auto"
+    face_detector_model: str = "auto"
+    """BlazeFace short / full / auto, or a neural detector of the catalog (slimfuse.models.neural.detectors)."""
     face_detector_score: float | None = None
     face_detector_size: int = 640
     target_face_size: int = 512
@@ -55,6 +58,21 @@ class RunConfig:
     execution_cudnn_conv_algo_search: ConvAlgoSearch = "HEURISTIC"
     execution_tensorrt_fp16: bool = False
     execution_tensorrt_cache_dir: Path | None = None
+    # Masks of the neural face processors (the mesh swapper keeps its own mesh mask)
+    face_mask_types: tuple[MaskType, ...] = ("box", "mesh")
+    face_mask_blur: float = 0.3
+    face_mask_padding: Padding = (0, 0, 0, 0)
+    """Top, right, bottom, left, in percent of the crop's side."""
+    face_occluder_model: str = "xseg_1"
+    face_parser_model: str = "bisenet_resnet_34"
+    face_mask_regions: tuple[str, ...] = DEFAULT_REGIONS
+    # Whole-frame enhancement, after the face processors
+    frame_enhancer_model: str = "none"
+    frame_enhancer_blend: int = 80
+    frame_enhancer_tile_size: int = 256
+    frame_enhancer_tile_overlap: int = 24
+    frame_enhancer_keep_scale: bool = False
+    """Give the frame at the model's scale (x2, x4) instead of the input's size."""
 
     def runtime_options(self) -> RuntimeOptions:
         """The ONNX Runtime settings of this run (sessions are made only by the model pool)."""
@@ -69,3 +87,12 @@ class RunConfig:
             tensorrt_fp16=self.execution_tensorrt_fp16,
             tensorrt_cache_dir=self.execution_tensorrt_cache_dir,
         )
+
+    def mask_options(self) -> MaskOptions:
+        """The face mask types, blur and padding of this run's neural face processors."""
+        return MaskOptions(types=self.face_mask_types, blur=self.face_mask_blur, padding=self.face_mask_padding)
+
+    def frame_enhance_options(self) -> FrameEnhanceOptions:
+        """The tiling and blending of this run's frame enhancer (the output at the input's size unless kept)."""
+        return FrameEnhanceOptions(tile_size=self.frame_enhancer_tile_size, overlap=self.frame_enhancer_tile_overlap,
+                                   blend=self.frame_enhancer_blend, keep_scale=self.frame_enhancer_keep_scale)

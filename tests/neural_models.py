@@ -3,7 +3,9 @@
 Each has exactly the input and output names and shapes of its catalog entry (slimfuse.models.neural), so the
 same code paths run as with the real files: an identity swapper that gives back its target, an inswapper-shaped
 graph whose last initializer is a 512 x 512 emap, an identity enhancer, a CodeFormer with its `weight` input, a
-recogniser that returns a fixed projection of its input, and an embedding converter.
+recogniser that returns a fixed projection of its input, and an embedding converter; detectors whose outputs
+are planted faces (`planted_detector`), occluders and face parsers with a known answer (`occluder`, `face_parser`),
+and super-resolution stand-ins that resize (`resize_enhancer`).
 
 `free_batch=True` turns every leading 1 into a named axis, for the batched code paths.
 """
@@ -15,9 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from slimfuse.models.catalog import Catalog
+from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD
+from slimfuse.models.runtime import RuntimeOptions, create_session
 from slimfuse.models.spec import ModelSpec, TensorSpec
 from slimfuse.models.store import Store
 
@@ -37,43 +42,53 @@ def _value(tensor: TensorSpec, free_batch: bool) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(tensor.name, ELEMENT[tensor.dtype], shape)
 
 
-def _model(spec: ModelSpec, nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
-           free_batch: bool, inputs: Sequence[TensorSpec] | None = None) -> onnx.ModelProto:
-    assert spec.io is not None
-    graph = helper.make_graph(
-        list(nodes), f"standin_{spec.name}",
-        [_value(t, free_batch) for t in (inputs if inputs is not None else spec.io.inputs)],
-        [_value(t, free_batch) for t in spec.io.outputs],
-        initializer=list(initializers),
-    )
+def graph_model(name: str, nodes: Sequence[onnx.NodeProto], inputs: Sequence[onnx.ValueInfoProto],
+                outputs: Sequence[onnx.ValueInfoProto],
+                initializers: Sequence[onnx.TensorProto] = ()) -> onnx.ModelProto:
+    """A checked model of one graph, at the opset and IR version every stand-in uses."""
+    graph = helper.make_graph(list(nodes), f"standin_{name}", list(inputs), list(outputs),
+                              initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="slimfuse-tests")
     model.ir_version = IR_VERSION
     onnx.checker.check_model(model)
     return model
 
 
-def _const(name: str, values: np.ndarray) -> onnx.TensorProto:
+def _model(spec: ModelSpec, nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
+           free_batch: bool, inputs: Sequence[TensorSpec] | None = None) -> onnx.ModelProto:
+    assert spec.io is not None
+    return graph_model(spec.name, nodes,
+                       [_value(t, free_batch) for t in (inputs if inputs is not None else spec.io.inputs)],
+                       [_value(t, free_batch) for t in spec.io.outputs], initializers)
+
+
+def _const(name: str, values: np.ndarray | float) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(values, dtype=np.float32), name)
 
 
-def _pixel_identity(spec: ModelSpec, source: str, output: str) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+def _pixel_identity(spec: ModelSpec, source: str, output: str,
+                    invert: bool = False) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
     """Nodes mapping the normalised image `source` back to the pixels it came from, in the output's range:
-    y = ((x * std + mean) * (high - low) + low), per channel."""
+    y = ((x * std + mean) * (high - low) + low), per channel; invert: the negative image, high + low - y."""
     assert spec.io is not None
     low, high = spec.io.output_range
     std, mean = np.asarray(spec.io.std), np.asarray(spec.io.mean)
     scale = (std * (high - low)).reshape(1, 3, 1, 1)
     shift = (mean * (high - low) + low).reshape(1, 3, 1, 1)
+    if invert:
+        scale, shift = -scale, high + low - shift
     nodes = [helper.make_node("Mul", [source, "standin_scale"], ["standin_scaled"]),
              helper.make_node("Add", ["standin_scaled", "standin_shift"], [output])]
     return nodes, [_const("standin_scale", scale), _const("standin_shift", shift)]
 
 
-def identity_swapper(name: str, free_batch: bool = False, target_size: int | None = None) -> onnx.ModelProto:
-    """A swapper that gives back its target. target_size: a wrong input size, for the shape check."""
+def identity_swapper(name: str, free_batch: bool = False, target_size: int | None = None,
+                     invert: bool = False) -> onnx.ModelProto:
+    """A swapper that gives back its target (invert: the target's negative, a swap that shows). target_size: a
+    wrong input size, for the shape check."""
     spec = spec_of(name)
     assert spec.io is not None
-    nodes, inits = _pixel_identity(spec, "target", spec.io.outputs[0].name)
+    nodes, inits = _pixel_identity(spec, "target", spec.io.outputs[0].name, invert)
     if len(spec.io.outputs) > 1:  # hyperswap's mask: ones of [N, 1, S, S]
         nodes += [helper.make_node("ReduceMean", ["target"], ["standin_mean"], axes=[1], keepdims=1),
                   helper.make_node("Mul", ["standin_mean", "standin_zero"], ["standin_zeros"]),
@@ -200,3 +215,169 @@ def place_standins(folder: Path, free_batch: bool = False) -> Path:
     for spec in recognizers.MODELS:
         save(recognizer(spec.name, free_batch=free_batch), folder, spec.name)
     return folder
+
+
+def session_of(model: onnx.ModelProto, folder: Path, stem: str) -> ort.InferenceSession:
+    """An ONNX Runtime session (CPU) of `model`, written to FOLDER/STEM.onnx."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.onnx"
+    onnx.save(model, str(path))
+    return create_session(path, RuntimeOptions())
+
+
+def _ints(name: str, values: Sequence[int]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
+
+
+# Neural detectors. A planted face: (stride, row, col, score, box as x0 y0 x1 y1, 5 points), in the pixels of the
+# model's 640 px letterboxed input; the face is planted at that anchor, the rest of the output says "no face".
+DETECTOR_SIZE = 640
+DETECTOR_STRIDES = (8, 16, 32)
+Plant = tuple[int, int, int, float, Sequence[float], Sequence[Sequence[float]]]
+
+
+def detector_cells(stride: int) -> int:
+    return DETECTOR_SIZE // stride
+
+
+def scrfd_outputs(plants: Sequence[Plant]) -> list[np.ndarray]:
+    """SCRFD / RetinaFace outputs (scores x3, box distances x3, keypoint offsets x3) holding the planted faces."""
+    cells = [detector_cells(s) ** 2 * 2 for s in DETECTOR_STRIDES]
+    scores = [np.zeros((n, 1)) for n in cells]
+    boxes = [np.ones((n, 4)) for n in cells]
+    points = [np.zeros((n, 10)) for n in cells]
+    for stride, row, col, score, box, kps in plants:
+        level, anchor = DETECTOR_STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
+        index = (row * detector_cells(stride) + col) * 2 + 1  # the second anchor of the cell
+        scores[level][index] = score
+        boxes[level][index] = np.concatenate([anchor - np.asarray(box[:2]), np.asarray(box[2:]) - anchor]) / stride
+        points[level][index] = ((np.asarray(kps) - anchor) / stride).reshape(-1)
+    return scores + boxes + points
+
+
+def yunet_outputs(plants: Sequence[Plant]) -> list[np.ndarray]:
+    """YuNet outputs (cls x3, obj x3, bbox x3, kps x3) holding the planted faces."""
+    cells = [detector_cells(s) ** 2 for s in DETECTOR_STRIDES]
+    cls = [np.zeros((1, n, 1)) for n in cells]
+    obj = [np.zeros((1, n, 1)) for n in cells]
+    boxes = [np.zeros((1, n, 4)) for n in cells]
+    points = [np.zeros((1, n, 10)) for n in cells]
+    for stride, row, col, score, box, kps in plants:
+        level, anchor = DETECTOR_STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
+        index = row * detector_cells(stride) + col
+        cls[level][0, index], obj[level][0, index] = 1.0, score * score  # the score is sqrt(cls * obj)
+        centre, size = (np.asarray(box[:2]) + box[2:]) / 2, np.asarray(box[2:]) - box[:2]
+        boxes[level][0, index] = np.concatenate([(centre - anchor) / stride, np.log(size / stride)])
+        points[level][0, index] = ((np.asarray(kps) - anchor) / stride).reshape(-1)
+    return cls + obj + boxes + points
+
+
+def yolo_outputs(plants: Sequence[Plant]) -> list[np.ndarray]:
+    """YOLOv8-face's one output holding the planted faces (in anchor columns 1234, 7000, ...)."""
+    table = np.zeros((1, 20, sum(detector_cells(s) ** 2 for s in DETECTOR_STRIDES)))
+    for column, (_, _, _, score, box, kps) in zip((1234, 7000, 8000), plants, strict=False):
+        centre, size = (np.asarray(box[:2]) + box[2:]) / 2, np.asarray(box[2:]) - box[:2]
+        visible = np.hstack([np.asarray(kps), np.full((5, 1), 0.9)]).reshape(-1)
+        table[0, :, column] = np.concatenate([centre, size, [score], visible])
+    return [table]
+
+
+DETECTOR_PLANTERS = {"scrfd_2.5g": scrfd_outputs, "retinaface_10g": scrfd_outputs, "yunet": yunet_outputs,
+                     "yolo_face": yolo_outputs}
+
+
+def detector_graph(name: str, nodes: Sequence[onnx.NodeProto], outputs: Sequence[np.ndarray],
+                   initializers: Sequence[onnx.TensorProto] = ()) -> onnx.ModelProto:
+    """A model with detector `name`'s input at 640 px and its outputs (catalog order) shaped as `outputs`."""
+    io = spec_of(name).io
+    assert io is not None
+    return graph_model(
+        name, nodes,
+        [helper.make_tensor_value_info(io.inputs[0].name, TensorProto.FLOAT, [1, 3, DETECTOR_SIZE, DETECTOR_SIZE])],
+        [helper.make_tensor_value_info(spec.name, TensorProto.FLOAT, list(array.shape))
+         for spec, array in zip(io.outputs, outputs, strict=True)],
+        initializers,
+    )
+
+
+def constant_outputs(name: str, outputs: Sequence[np.ndarray]) -> list[onnx.NodeProto]:
+    """Nodes giving detector `name`'s outputs (catalog order) as the constants `outputs`."""
+    io = spec_of(name).io
+    assert io is not None
+    return [helper.make_node("Constant", [], [spec.name], value=numpy_helper.from_array(array.astype(np.float32)))
+            for spec, array in zip(io.outputs, outputs, strict=True)]
+
+
+def planted_detector(name: str, plants: Sequence[Plant]) -> onnx.ModelProto:
+    """Detector `name` that finds the planted faces in whatever it is shown."""
+    outputs = DETECTOR_PLANTERS[name](plants)
+    return detector_graph(name, constant_outputs(name, outputs), outputs)
+
+
+# Face masks: the occluder gives the crop's red channel / 255 (so the crop must go in as BGR / 255), or a fixed
+# mask; the parser reads a class index from the red channel (class x 10) after undoing ImageNet's normalisation
+# and returns logits peaked at that class (so the crop must go in as RGB with ImageNet's mean and std).
+
+def mask_model(name: str, nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
+               batch: int | str = "batch") -> onnx.ModelProto:
+    """A model with mask model `name`'s tensors (catalog shapes, the batch axis `batch`)."""
+    io = spec_of(name).io
+    assert io is not None
+    return graph_model(
+        name, nodes,
+        [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [batch, *t.shape[1:]]) for t in io.inputs],
+        [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [batch, *t.shape[1:]]) for t in io.outputs],
+        initializers,
+    )
+
+
+def occluder(name: str = "xseg_1", batch: int | str = "batch", visible: np.ndarray | None = None) -> onnx.ModelProto:
+    """XSeg's tensors: channel 2 of its BGR input (the crop's red / 255); or, given `visible` (256 x 256), that
+    fixed mask for every crop."""
+    nodes = [helper.make_node("Slice", ["input", "from", "to", "axis"], ["red" if visible is not None else "output"])]
+    initializers = [_ints("from", [2]), _ints("to", [3]), _ints("axis", [3])]
+    if visible is not None:
+        nodes += [helper.make_node("Mul", ["red", "zero"], ["zeros"]),
+                  helper.make_node("Add", ["zeros", "visible"], ["output"])]
+        initializers += [_const("zero", 0.0), _const("visible", np.asarray(visible).reshape(1, 256, 256, 1))]
+    return mask_model(name, nodes, initializers, batch)
+
+
+def face_parser(name: str = "bisenet_resnet_34") -> onnx.ModelProto:
+    """BiSeNet's tensors; logits -(class - c)^2 with class = red / 10 read back from the input."""
+    nodes = [
+        helper.make_node("Slice", ["input", "from", "to", "axis"], ["red_normalised"]),
+        helper.make_node("Mul", ["red_normalised", "std"], ["red_centred"]),
+        helper.make_node("Add", ["red_centred", "mean"], ["red_unit"]),
+        helper.make_node("Mul", ["red_unit", "to_class"], ["class_value"]),
+        helper.make_node("Sub", ["class_value", "classes"], ["distance"]),
+        helper.make_node("Mul", ["distance", "distance"], ["squared"]),
+        helper.make_node("Neg", ["squared"], ["output"]),
+    ]
+    initializers = [_ints("from", [0]), _ints("to", [1]), _ints("axis", [1]), _const("std", IMAGENET_STD[0]),
+                    _const("mean", IMAGENET_MEAN[0]), _const("to_class", 25.5),
+                    _const("classes", np.arange(19).reshape(1, 19, 1, 1))]
+    return mask_model(name, nodes, initializers)
+
+
+def resize_enhancer(name: str = "real_esrgan_x2", blur: bool = False, batch: int | str = "batch") -> onnx.ModelProto:
+    """A frame enhancer with `name`'s tensors: a bilinear resize by the model's scale (half-pixel centres),
+    optionally followed by a 3x3 blur."""
+    from slimfuse.models.neural.frame_enhancers import SCALES
+
+    io, scale = spec_of(name).io, SCALES[name]
+    assert io is not None
+    initializers = [_const("scales", np.array([1, 1, scale, scale]))]
+    resized = "resized" if blur else io.outputs[0].name
+    nodes = [helper.make_node("Resize", [io.inputs[0].name, "", "scales"], [resized], mode="linear",
+                              coordinate_transformation_mode="half_pixel")]
+    if blur:
+        kernel = np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=np.float32) / 16
+        initializers.append(_const("kernel", np.tile(kernel, (3, 1, 1, 1))))
+        nodes.append(helper.make_node("Conv", ["resized", "kernel"], [io.outputs[0].name], group=3, pads=[1, 1, 1, 1]))
+    return graph_model(
+        name, nodes,
+        [helper.make_tensor_value_info(io.inputs[0].name, TensorProto.FLOAT, [batch, 3, "height", "width"])],
+        [helper.make_tensor_value_info(io.outputs[0].name, TensorProto.FLOAT, [batch, 3, None, None])],
+        initializers,
+    )

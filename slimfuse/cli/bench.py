@@ -15,10 +15,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     image.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     image.add_argument("--plot", type=Path, default=None, help="also draw the stage latencies to this PNG file")
     add_common_options(image)
+    video = kinds.add_parser("video", help="720p video swap against a plain transcode, with memory and reuse")
+    video.add_argument("--frames", type=int, default=150, help="length of the benchmark clip")
+    video.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    video.add_argument("--plot", type=Path, default=None, help="also draw frames/s per run to this PNG file")
+    add_common_options(video)
     parser.set_defaults(command=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kind == "video":
+        from slimfuse.bench import video
+
+        video.run(frames=args.frames, json_path=args.json, plot_path=args.plot)
+        return 0
     from slimfuse.bench import image
 
     image.run(runs=args.runs, json_path=args.json, plot_path=args.plot)

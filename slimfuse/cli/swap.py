@@ -12,11 +12,17 @@ from slimfuse.media.temp_frames import FRAME_FORMATS
 from slimfuse.media.video_encoding import CONTAINERS, ENCODERS, PRESETS, EncodeSettings
 from slimfuse.models.store import Notify
 from slimfuse.config import RunConfig
+from slimfuse.faces.detect import BLAZEFACE_MODELS
 from slimfuse.faces.recognize import RECOGNIZERS
+from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
+from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
 from slimfuse.models.neural.swappers import SWAPPER_NAMES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.runtime import PROVIDERS
+from slimfuse.processors.mask_types import MASK_TYPES, padding_from
+from slimfuse.processors.parsing import REGIONS
 from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 
 DEFAULTS = RunConfig(sources=(), target=Path(), output=Path())
@@ -44,10 +50,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--reference-face-distance", type=float, default=DEFAULTS.reference_face_distance,
                         help="largest identity distance still counted as the reference person (dlib: "
                         "Euclidean; arcface: 1 - cosine similarity)")
-    parser.add_argument("--face-detector-model", choices=["short", "full", "auto"],
-                        default=DEFAULTS.face_detector_model)
+    parser.add_argument("--face-detector-model", choices=[*BLAZEFACE_MODELS, *DETECTOR_NAMES],
+                        default=DEFAULTS.face_detector_model, metavar="MODEL",
+                        help="BlazeFace short, full or auto (both; default), or a neural detector placed with "
+                        "--models-dir: " + ", ".join(DETECTOR_NAMES))
     parser.add_argument("--face-detector-score", type=_unit_float, default=None,
-                        help="detection score threshold 0-1 (default: the model's own, 0.5 short / 0.6 full)")
+                        help="detection score threshold 0-1 (default: the model's own, 0.5 short / 0.6 full; neural 0.5)")
     parser.add_argument("--face-detector-size", type=_positive_int, default=DEFAULTS.face_detector_size,
                         help="smallest tile, in pixels, that large images are searched in for small faces")
     parser.add_argument("--target-face-size", type=_positive_int, default=DEFAULTS.target_face_size,
@@ -61,6 +69,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--execution-thread-count", type=int, default=DEFAULTS.execution_thread_count,
                         help="ONNX Runtime threads per model, 0 = one per core")
     _add_neural_options(parser)
+    _add_mask_options(parser)
     _add_video_options(parser)
     add_common_options(parser)
     parser.set_defaults(command=run)
@@ -86,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         execution_thread_count=args.execution_thread_count,
         models_dir=args.models_dir,
         **_neural_config(args),
+        **_mask_config(args),
         **_video_config(args),
     )
     from slimfuse.pipeline.image import ImageSwapper  # heavy: only the swap itself needs it
@@ -134,6 +144,19 @@ def _add_neural_options(parser: argparse.ArgumentParser) -> None:
                         help="0-1: CodeFormer's fidelity (0 favours quality, 1 the input)")
     parser.add_argument("--face-recognizer-model", choices=RECOGNIZERS, default=DEFAULTS.face_recognizer_model,
                         help="identity model for reference selection and the source check")
+    parser.add_argument("--frame-enhancer-model", choices=["none", *FRAME_ENHANCER_NAMES],
+                        default=DEFAULTS.frame_enhancer_model, metavar="MODEL",
+                        help="enhance the whole frame after the faces: none (default) or "
+                        + ", ".join(FRAME_ENHANCER_NAMES))
+    parser.add_argument("--frame-enhancer-blend", type=_percent, default=DEFAULTS.frame_enhancer_blend,
+                        help="0-100: how much of the enhanced frame replaces the frame")
+    parser.add_argument("--frame-enhancer-tile-size", type=_positive_int, default=DEFAULTS.frame_enhancer_tile_size,
+                        help="the frame enhancer's tiles, in input pixels (memory follows the tile)")
+    parser.add_argument("--frame-enhancer-tile-overlap", type=_non_negative_int,
+                        default=DEFAULTS.frame_enhancer_tile_overlap,
+                        help="pixels neighbouring tiles share (more than 8, at most half a tile)")
+    parser.add_argument("--frame-enhancer-keep-scale", action="store_true",
+                        help="write the frame at the model's scale (x2, x4) instead of the input's size")
     parser.add_argument("--execution-provider", "--execution-providers", dest="execution_providers", nargs="+",
                         choices=list(PROVIDERS), default=list(DEFAULTS.execution_providers), metavar="PROVIDER",
                         help="ONNX Runtime providers in priority order (" + ", ".join(PROVIDERS) + "); "
@@ -162,6 +185,11 @@ def _neural_config(args: argparse.Namespace) -> dict[str, object]:
         "face_enhancer_blend": args.face_enhancer_blend,
         "face_enhancer_weight": args.face_enhancer_weight,
         "face_recognizer_model": args.face_recognizer_model,
+        "frame_enhancer_model": args.frame_enhancer_model,
+        "frame_enhancer_blend": args.frame_enhancer_blend,
+        "frame_enhancer_tile_size": args.frame_enhancer_tile_size,
+        "frame_enhancer_tile_overlap": args.frame_enhancer_tile_overlap,
+        "frame_enhancer_keep_scale": args.frame_enhancer_keep_scale,
         "execution_providers": tuple(args.execution_providers),
         "execution_device_id": args.execution_device_id,
         "strict_provider": args.strict_provider,
@@ -171,6 +199,36 @@ def _neural_config(args: argparse.Namespace) -> dict[str, object]:
         "execution_tensorrt_fp16": args.execution_tensorrt_fp16,
         "execution_tensorrt_cache_dir": args.execution_tensorrt_cache_dir,
     }
+
+
+def _add_mask_options(parser: argparse.ArgumentParser) -> None:
+    """Masks of the neural face processors (the mesh swapper keeps its own mesh mask)."""
+    masks = parser.add_argument_group("face masks of the neural swappers and enhancers")
+    masks.add_argument("--face-mask-types", nargs="+", choices=MASK_TYPES, default=list(DEFAULTS.face_mask_types),
+                       metavar="TYPE", help="one or more of " + ", ".join(MASK_TYPES) + ", combined by their "
+                       "minimum (default: box mesh)")
+    masks.add_argument("--face-mask-blur", type=_fraction, default=DEFAULTS.face_mask_blur,
+                       help="0-1: the box mask's edge blur, as a fraction of half the crop")
+    masks.add_argument("--face-mask-padding", nargs="+", type=_percent, default=list(DEFAULTS.face_mask_padding),
+                       metavar="PERCENT", help="1 to 4 values 0-100 (all; vertical horizontal; top horizontal "
+                       "bottom; top right bottom left): the box mask's margin in percent of the crop")
+    masks.add_argument("--face-occluder-model", choices=OCCLUDER_NAMES, default=DEFAULTS.face_occluder_model,
+                       help="the XSeg model of the occlusion mask")
+    masks.add_argument("--face-parser-model", choices=PARSER_NAMES, default=DEFAULTS.face_parser_model,
+                       help="the BiSeNet model of the region mask")
+    masks.add_argument("--face-mask-regions", nargs="+", choices=list(REGIONS),
+                       default=list(DEFAULTS.face_mask_regions), metavar="REGION",
+                       help="the face parts the region mask keeps: " + ", ".join(REGIONS))
+
+
+def _mask_config(args: argparse.Namespace) -> dict[str, object]:
+    try:
+        padding = padding_from(args.face_mask_padding)
+    except ValueError as exc:
+        raise UsageError(detail=f"--face-mask-padding: {exc}") from exc
+    return {"face_mask_types": tuple(args.face_mask_types), "face_mask_blur": args.face_mask_blur,
+            "face_mask_padding": padding, "face_occluder_model": args.face_occluder_model,
+            "face_parser_model": args.face_parser_model, "face_mask_regions": tuple(args.face_mask_regions)}
 
 
 def _add_video_options(parser: argparse.ArgumentParser) -> None:

@@ -1,11 +1,21 @@
-"""Find faces with their meshes: detection, then FaceMesh on each detection."""
+"""Find faces with their meshes: detection, then FaceMesh on each detection.
+
+The one place that builds a run's face detector (`FaceAnalyser.detector`): the embedded BlazeFace models
+(short / full / auto) or a neural detector of the catalog (scrfd_2.5g, retinaface_10g, yunet, yolo_face),
+sessions from the pool either way.
+"""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector
+from slimfuse.faces.detect_onnx import NeuralDetectorOptions, NeuralFaceDetector, detector_spec
 from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.faces.track import Detector
 from slimfuse.faces.types import Face
+from slimfuse.models.neural.detectors import DETECTORS
 from slimfuse.models.pool import ModelPool
 
 MESH_MODEL = "face_landmark"
@@ -16,11 +26,20 @@ class FaceAnalyser:
         self.pool = pool
         self.detector_options = detector
 
+    def detector(self) -> Detector:
+        """The run's face detector (`DetectorOptions.model`): BlazeFace, or the named neural detector."""
+        options = self.detector_options
+        if options.model in DETECTORS:
+            neural = NeuralDetectorOptions(tile_size=options.tile_size)
+            if options.score is not None:
+                neural = replace(neural, score=options.score)
+            return NeuralFaceDetector(self.pool.session(options.model), detector_spec(options.model), neural)
+        sessions = {key: self.pool.session(SPECS[key].model) for key in FaceDetector.models_for(options.model)}
+        return FaceDetector(sessions, options)
+
     def faces(self, image: np.ndarray) -> list[Face]:
         """Every face with its 468-point mesh, largest first."""
-        sessions = {key: self.pool.session(SPECS[key].model)
-                    for key in FaceDetector.models_for(self.detector_options.model)}
-        detector = FaceDetector(sessions, self.detector_options)
+        detector = self.detector()
         mesh = FaceMesh(self.pool.session(MESH_MODEL))
         found = (mesh.landmarks(image, face) for face in detector.detect(image))
         return [face for face in found if face is not None]

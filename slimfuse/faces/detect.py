@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -16,7 +16,9 @@ import numpy as np
 from slimfuse.faces.geometry import iou, overlap_of_smaller
 from slimfuse.faces.types import Face
 
-DetectorName = Literal["short", "full", "auto"]
+BLAZEFACE_MODELS: tuple[str, ...] = ("short", "full", "auto")
+"""The embedded BlazeFace detectors (auto: both); `--face-detector-model` also takes the neural detectors of the
+catalog (slimfuse.models.neural.detectors), which slimfuse.faces.analyse builds."""
 
 
 class Session(Protocol):
@@ -55,7 +57,8 @@ SPECS: dict[str, BlazeFaceSpec] = {"short": SHORT_RANGE, "full": FULL_RANGE}
 
 @dataclass(frozen=True)
 class DetectorOptions:
-    model: DetectorName = "auto"
+    model: str = "auto"
+    """One of BLAZEFACE_MODELS, or a neural detector's catalog name (see FaceAnalyser.detector)."""
     score: float | None = None
     """Overrides the model's own score threshold."""
     tile_size: int = 640
@@ -131,7 +134,7 @@ class FaceDetector:
         self._anchors = {key: spec.anchors() for key, spec in SPECS.items()}
 
     @staticmethod
-    def models_for(model: DetectorName) -> tuple[str, ...]:
+    def models_for(model: str) -> tuple[str, ...]:
         return ("short", "full") if model == "auto" else (model,)
 
     def detect(self, image: np.ndarray) -> list[Face]:
@@ -150,7 +153,7 @@ class FaceDetector:
                 crop = image[y0:y0 + side, x0:x0 + side]
                 b, k, s = self._run(key, crop)
                 if not whole:
-                    b, k, s = _drop_cut_faces(b, k, s, crop.shape, (x0, y0), (width, height))
+                    b, k, s = drop_cut_faces(b, k, s, crop.shape, (x0, y0), (width, height))
                 offset = np.array([x0, y0], dtype=np.float32)
                 boxes.append(b + np.tile(offset, 2))
                 points.append(k + offset)
@@ -177,7 +180,7 @@ class FaceDetector:
         )
 
 
-def _drop_cut_faces(boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, shape: tuple[int, ...],
+def drop_cut_faces(boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, shape: tuple[int, ...],
                     origin: tuple[int, int], image_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A face touching a tile edge inside the image is only part of a face: another tile holds all of it."""
     height, width = shape[:2]

@@ -14,7 +14,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from slimfuse.faces.detect import Session, _drop_cut_faces, tiles, weighted_nms
+from slimfuse.faces.detect import Session, drop_cut_faces, tiles, weighted_nms
 from slimfuse.faces.types import Face
 from slimfuse.models.neural.detectors import DETECTORS
 
@@ -199,7 +199,7 @@ class NeuralFaceDetector:
             crop = image[y0:y0 + side, x0:x0 + side]
             boxes, points, scores = self.run(crop)
             if side < max(width, height):
-                boxes, points, scores = _drop_cut_faces(boxes, points, scores, crop.shape, (x0, y0), (width, height))
+                boxes, points, scores = drop_cut_faces(boxes, points, scores, crop.shape, (x0, y0), (width, height))
             offset = np.array([x0, y0], dtype=np.float32)
             found.append((boxes + np.tile(offset, 2), points + offset, scores))
         boxes, points, scores = _concatenate(found)

@@ -10,9 +10,9 @@ import numpy as np
 
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
-from slimfuse.faces.detect import SPECS, FaceDetector
 from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.faces.track import FaceTracker, Track, TrackerOptions
+from slimfuse.faces.types import Face
 from slimfuse.pipeline.image import ImageSwapper
 from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions
 from slimfuse.processors.blend import paste_back
@@ -20,6 +20,14 @@ from slimfuse.processors.blend import paste_back
 # In `one` mode another face must be this much larger before the swap moves to it, so it does not flicker
 # between two faces of about the same size.
 SWITCH_MARGIN = 1.2
+
+
+@dataclass(frozen=True)
+class Target:
+    """A face to swap in one frame, and the track it belongs to."""
+
+    track_id: int
+    face: Face
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,7 @@ class FrameSwapper:
         self.swapper = swapper
         self.config = config
         pool = swapper.pool
-        detector = FaceDetector({key: pool.session(SPECS[key].model)
-                                 for key in FaceDetector.models_for(config.face_detector_model)},
-                                swapper.analyser.detector_options)
+        detector = swapper.analyser.detector()
         self.tracker = FaceTracker(detector, FaceMesh(pool.session(MESH_MODEL)), swapper.identity,
                                    TrackerOptions(detect_interval=config.detect_interval))
         self.reuse = ReuseCache(reuse)
@@ -52,28 +58,37 @@ class FrameSwapper:
         self._with_faces = 0
 
     def process(self, rgb: np.ndarray, time: float) -> np.ndarray:
-        """The frame with its selected faces swapped; frames without faces come back untouched."""
+        """The frame with its selected faces swapped (and the frame enhancer applied, when one is chosen);
+        without faces or frame enhancer, the frame comes back untouched."""
+        return self.render(rgb, self.analyse(rgb, time))
+
+    def analyse(self, rgb: np.ndarray, time: float) -> list[Target]:
+        """Track the frame's faces and pick the ones to swap. The targets are immutable snapshots, so the
+        next frame can be analysed while this one renders."""
         self._frames += 1
         tracks = self.tracker.update(rgb, time)
-        self.reuse.forget({track.id for track in self.tracker.tracks})
-        selected = self._select(rgb, tracks)
-        if not selected:
-            return rgb
+        return [Target(track.id, track.face) for track in self._select(rgb, tracks)]
+
+    def render(self, rgb: np.ndarray, targets: list[Target]) -> np.ndarray:
+        self.reuse.forget({track.id for track in self.tracker.tracks} | {target.track_id for target in targets})
+        if not targets:
+            return self.swapper.finish_frame(rgb)
         self._with_faces += 1
         frame = rgb
         for index, (processor, state) in enumerate(zip(self.swapper.processors, self.prepared, strict=True)):
-            crops = [processor.crop(frame, track.face) for track in selected]
-            results = [self.reuse.lookup((track.id, index), crop) for track, crop in zip(selected, crops, strict=True)]
+            crops = [processor.crop(frame, target.face) for target in targets]
+            keys = [(target.track_id, index) for target in targets]
+            results = [self.reuse.lookup(key, crop) for key, crop in zip(keys, crops, strict=True)]
             missing = [i for i, result in enumerate(results) if result is None]
             if missing:
                 fresh = processor.process([crops[i] for i in missing], state)
                 for i, result in zip(missing, fresh, strict=True):
-                    self.reuse.store((selected[i].id, index), crops[i], result)
+                    self.reuse.store(keys[i], crops[i], result)
                     results[i] = result
             for crop, result in zip(crops, results, strict=True):
                 assert result is not None
                 frame = paste_back(frame, result.image, result.alpha, crop.crop_from_frame)
-        return frame
+        return self.swapper.finish_frame(frame)
 
     def stats(self) -> FrameStats:
         return FrameStats(frames=self._frames, frames_with_faces=self._with_faces,

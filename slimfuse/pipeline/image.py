@@ -1,9 +1,12 @@
-"""Swap faces in one still image: read, analyse, select, swap each face in a capped-size crop, write."""
+"""Swap faces in one still image: read, analyse, select, swap each face in a capped-size crop, enhance the whole
+frame (optional), write."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from slimfuse.config import RunConfig
@@ -15,11 +18,14 @@ from slimfuse.faces.recognize import build_recognizer
 from slimfuse.faces.select import select_faces
 from slimfuse.faces.types import Face
 from slimfuse.media.image_io import LoadedImage, check_output_path, compose_output, read_image, write_image_atomic
+from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
 from slimfuse.processors.base import FaceProcessor, SourcePhoto
 from slimfuse.processors.blend import paste_back
 from slimfuse.processors.enhance import EnhanceProcessor
+from slimfuse.processors.face_masks import FaceMasker
+from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.mesh_swap import MeshSwapOptions
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
@@ -37,9 +43,12 @@ class ImageSwapper:
         self.analyser = FaceAnalyser(pool, DetectorOptions(
             model=config.face_detector_model, score=config.face_detector_score, tile_size=config.face_detector_size))
         self.identity = build_recognizer(config.face_recognizer_model, pool)
-        self.processors: list[FaceProcessor] = [build_swapper(config, pool)]
+        topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
+        masker = build_masker(config, pool, topology)
+        self.processors: list[FaceProcessor] = [build_swapper(config, pool, topology, masker)]
         if config.face_enhancer_model != "none":
-            self.processors.append(build_enhancer(config, pool))
+            self.processors.append(build_enhancer(config, pool, masker.for_enhancer()))
+        self.frame_enhance = frame_enhance_options(config)
 
     def prepare_sources(self) -> list[object]:
         """Each processor's state from the source photos (all of one person), computed once a run."""
@@ -53,7 +62,10 @@ class ImageSwapper:
         if len(found) > 1:
             self._warn_if_mixed_identities(found)
         photos = [SourcePhoto(image=loaded.rgb, face=face) for loaded, face in found]
-        return [processor.prepare(photos) for processor in self.processors]
+        prepared = [processor.prepare(photos) for processor in self.processors]
+        if self.frame_enhance is not None:
+            self.pool.session(self.config.frame_enhancer_model)  # load (and check) it before any work
+        return prepared
 
     def _warn_if_mixed_identities(self, found: list[tuple[LoadedImage, Face]]) -> None:
         descriptors = [self.identity.descriptor(loaded.rgb, face) for loaded, face in found]
@@ -92,6 +104,14 @@ class ImageSwapper:
                 frame = paste_back(frame, result.image, result.alpha, crop.crop_from_frame)
         return frame
 
+    def finish_frame(self, frame: np.ndarray) -> np.ndarray:
+        """The whole frame after the face processors: the frame enhancer's result (at the frame's size, or at the
+        model's scale with --frame-enhancer-keep-scale), or the frame itself when no frame enhancer is chosen."""
+        if self.frame_enhance is None:
+            return frame
+        model = self.config.frame_enhancer_model
+        return FrameEnhancer(self.pool.session(model), SCALES[model], self.frame_enhance).enhance(frame)
+
     def run(self) -> Path:
         config = self.config
         check_output_path(config.output)
@@ -101,31 +121,63 @@ class ImageSwapper:
         faces = self.select(target.rgb, self.analyser.faces(target.rgb))
         if not faces:
             raise NoTargetFaceError(config.target)
-        result = self.swap_frame(target.rgb.copy(), faces, prepared)
-        write_image_atomic(compose_output(target, result), config.output, target.icc_profile)
+        result = self.finish_frame(self.swap_frame(target.rgb.copy(), faces, prepared))
+        write_image_atomic(compose_output(scaled_like(target, result), result), config.output, target.icc_profile)
         return config.output
 
 
-def build_swapper(config: RunConfig, pool: ModelPool) -> FaceProcessor:
-    """The mesh swapper, or the neural swapper named by --face-swapper-model."""
-    topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
+def build_masker(config: RunConfig, pool: ModelPool, topology: MeshTopology) -> FaceMasker:
+    """The face masks of the neural face processors (--face-mask-types and the options that go with them)."""
+    try:
+        return FaceMasker(pool, config.mask_options(), topology.face_oval, config.face_occluder_model,
+                          config.face_parser_model, config.face_mask_regions)
+    except ValueError as exc:
+        raise UsageError(detail=f"face masks: {exc}") from exc
+
+
+def build_swapper(config: RunConfig, pool: ModelPool, topology: MeshTopology, masker: FaceMasker) -> FaceProcessor:
+    """The mesh swapper (with its own mesh mask), or the neural swapper named by --face-swapper-model."""
     if config.face_swapper_model != "mesh":
         try:
-            return OnnxSwapProcessor(pool, config.face_swapper_model, config.face_swapper_pixel_boost,
-                                     oval=topology.face_oval)
+            return OnnxSwapProcessor(pool, config.face_swapper_model, config.face_swapper_pixel_boost, masker)
         except ValueError as exc:
             raise UsageError(detail=f"--face-swapper-model {config.face_swapper_model}: {exc}") from exc
     options = MeshSwapOptions(keep_mouth=config.keep_mouth, keep_eyes=config.keep_eyes, blend=config.blend)
     return MeshSwapProcessor(topology, options, config.target_face_size)
 
 
-def build_enhancer(config: RunConfig, pool: ModelPool) -> FaceProcessor:
+def build_enhancer(config: RunConfig, pool: ModelPool, masker: FaceMasker) -> FaceProcessor:
     """The face enhancer named by --face-enhancer-model, run after the swapper."""
     try:
         return EnhanceProcessor(pool, config.face_enhancer_model, config.face_enhancer_blend,
-                                config.face_enhancer_weight)
+                                config.face_enhancer_weight, masker)
     except ValueError as exc:
         raise UsageError(detail=f"--face-enhancer-model {config.face_enhancer_model}: {exc}") from exc
+
+
+def frame_enhance_options(config: RunConfig) -> FrameEnhanceOptions | None:
+    """The frame enhancer's tiling and blend, checked before any work; None when no frame enhancer is chosen."""
+    if config.frame_enhancer_model == "none":
+        return None
+    if config.frame_enhancer_model not in SCALES:
+        raise UsageError(detail=f"--frame-enhancer-model {config.frame_enhancer_model}: not a frame enhancer; "
+                         f"choose one of {', '.join(SCALES)}")
+    try:
+        return config.frame_enhance_options()
+    except ValueError as exc:
+        raise UsageError(detail=f"--frame-enhancer-tile-size / --frame-enhancer-tile-overlap: {exc}") from exc
+
+
+def scaled_like(loaded: LoadedImage, rgb: np.ndarray) -> LoadedImage:
+    """`loaded` at `rgb`'s size, when the frame enhancer kept its scale: the alpha scaled with it, 16-bit images
+    widened from the 8-bit result (no pixel is left unchanged by an upscale)."""
+    height, width = rgb.shape[:2]
+    if loaded.rgb.shape[:2] == (height, width):
+        return loaded
+    alpha = None if loaded.alpha is None else cv2.resize(loaded.alpha, (width, height),
+                                                         interpolation=cv2.INTER_LINEAR)
+    high = None if loaded.high is None else rgb.astype(np.uint16) * np.uint16(257)
+    return replace(loaded, rgb=rgb, alpha=alpha, high=high)
 
 
 def refuse_overwriting_inputs(config: RunConfig) -> None:

@@ -7,8 +7,10 @@ on success, error and Ctrl-C unless `--keep-temp`.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from slimfuse.cli.progress import Progress
@@ -17,9 +19,10 @@ from slimfuse.errors import VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_encoding import EncodeSettings
 from slimfuse.media.video_io import VideoFrame, VideoInfo, VideoReader, VideoWriter, probe
+from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
-from slimfuse.pipeline.frames import FrameStats, FrameSwapper
+from slimfuse.pipeline.frames import FrameStats, FrameSwapper, Target
 from slimfuse.pipeline.image import ImageSwapper, refuse_overwriting_inputs
 from slimfuse.pipeline.reuse import ReuseOptions
 
@@ -42,6 +45,8 @@ class VideoResult:
     info: VideoInfo
     frames_written: int
     stats: FrameStats
+    setup_seconds: float
+    """Model loading and source preparation, before the first frame."""
 
 
 def partial_path(output: Path) -> Path:
@@ -67,15 +72,21 @@ class VideoSwapJob:
         self.temp = temp
 
     def run(self) -> VideoResult:
+        started = time.perf_counter()
         config = self.config
         refuse_overwriting_inputs(config)
         info = probe(config.target)
+        written = info
+        if config.frame_enhancer_model != "none" and config.frame_enhancer_keep_scale:
+            scale = SCALES[config.frame_enhancer_model]  # frames come out of the enhancer this much larger
+            written = replace(info, width=info.width * scale, height=info.height * scale)
         start, end = config.trim_frame_start, config.trim_frame_end
         frames = FrameSwapper(ImageSwapper(self.config, self.pool, self.notify), config, reuse_options(config))
         if self.progress.total is None and info.frame_count is not None:
             self.progress.total = (end if end is not None else info.frame_count) - start
-        writer = VideoWriter(config.output, info, self.encode, trim_start=start, trim_end=end,
+        writer = VideoWriter(config.output, written, self.encode, trim_start=start, trim_end=end,
                              queue_size=QUEUE_FRAMES, notify=self.notify)
+        setup_seconds = time.perf_counter() - started
         with writer:
             with VideoReader(config.target, start=start, end=end, queue_size=QUEUE_FRAMES, info=info) as reader:
                 try:
@@ -86,12 +97,30 @@ class VideoSwapJob:
                 except VideoDecodeStoppedError as error:
                     self._keep_partial(writer, error)
                     raise
-        return VideoResult(config.output, info, writer.frames_written, frames.stats())
+        return VideoResult(config.output, info, writer.frames_written, frames.stats(), setup_seconds)
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
-        for frame in reader:
-            writer.write(frame.with_rgb(frames.process(frame.rgb, frame.time)))
-            self.progress.advance()
+        """Analyse frame n+1 in a second thread while frame n renders: both mostly run outside the GIL."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slimfuse-analyse") as analyser:
+            pending: tuple[VideoFrame, Future[list[Target]]] | None = None
+            try:
+                for frame in reader:
+                    upcoming = (frame, analyser.submit(frames.analyse, frame.rgb, frame.time))
+                    if pending is not None:
+                        self._render(pending, frames, writer)
+                    pending = upcoming
+            except VideoDecodeStoppedError:
+                if pending is not None:  # the last frame that decoded is kept too
+                    self._render(pending, frames, writer)
+                raise
+            if pending is not None:
+                self._render(pending, frames, writer)
+
+    def _render(self, pending: tuple[VideoFrame, Future[list[Target]]], frames: FrameSwapper,
+                writer: VideoWriter) -> None:
+        frame, targets = pending
+        writer.write(frame.with_rgb(frames.render(frame.rgb, targets.result())))
+        self.progress.advance()
 
     def _through_disk(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter,
                       temp: TempFrameOptions) -> None:

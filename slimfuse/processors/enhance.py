@@ -1,8 +1,9 @@
 """The neural face enhancers (GFPGAN, CodeFormer, GPEN, RestoreFormer++) as a FaceProcessor.
 
 crop: the face aligned to the model's template at the model's size. process: all crops of a frame in batches where
-the model's batch axis allows; CodeFormer also gets its fidelity `weight`. The alpha is the crop's eroded, blurred
-square times the blend (0-100: how much of the enhanced face replaces the face). Sessions come from the pool.
+the model's batch axis allows; CodeFormer also gets its fidelity `weight`. The alpha is the run's face masks
+(`FaceMasker.for_enhancer`: by default the crop's blurred box) times the blend (0-100: how much of the enhanced
+face replaces the face). Sessions come from the pool.
 """
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from slimfuse.models.neural.enhancers import ENHANCER_INPUT, WEIGHT_INPUT
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_images, to_tensor
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
-from slimfuse.processors.crop_masks import box_mask
+from slimfuse.processors.face_masks import FaceMasker
 
 
 class EnhanceProcessor:
-    def __init__(self, pool: ModelPool, model: str, blend: int = 80, weight: float = 0.5) -> None:
+    def __init__(self, pool: ModelPool, model: str, blend: int = 80, weight: float = 0.5,
+                 masker: FaceMasker | None = None) -> None:
+        """masker: the enhancer's face masks; by default the box mask alone."""
         spec = pool.store.catalog.get(model)
         if spec.kind != "enhancer" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a face enhancer")
@@ -33,10 +36,11 @@ class EnhanceProcessor:
         self.size: int = spec.io.crop_size
         self.blend = blend
         self.weight = float(weight)
-        self._alpha = box_mask(self.size) * np.float32(blend / 100.0)
+        self.masker = masker if masker is not None else FaceMasker(pool)
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> None:
-        return None
+        self.pool.session(self.model)  # load (and check) the enhancer and its mask models before any work for them
+        self.masker.load()
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
         if face.landmarks is None:
@@ -54,4 +58,6 @@ class EnhanceProcessor:
             shared[WEIGHT_INPUT] = np.array([self.weight], dtype=np.float64)
         tensor = to_tensor([crop.image for crop in crops], self.io.mean, self.io.std)
         images = to_images(run_batched(session, {ENHANCER_INPUT: tensor}, shared), self.io.output_range)
-        return [Processed(image=image, alpha=self._alpha.copy()) for image in images]
+        share = np.float32(self.blend / 100.0)
+        return [Processed(image=image, alpha=alpha * share)
+                for image, alpha in zip(images, self.masker.masks(crops), strict=True)]

@@ -4,8 +4,9 @@ crop: the target face aligned to the model's template at the model's size (times
 prepare: the source identity the model takes (see slimfuse.models.neural.swappers): the ArcFace embedding of the
 source photos (through the emap or an embedding converter where the model needs it), or a picture of the
 source face. process: all crops of a frame (and all pixel-boost sub-images) in batches where the model's batch
-axis allows, one by one where it does not; the alpha is the crop's eroded, blurred square, combined with the
-mesh's face oval. Sessions and the emap come from the pool; nothing here reads files or parses options.
+axis allows, one by one where it does not; the alpha is the run's face masks (`face_masks.FaceMasker`; a run's
+default is the crop's blurred box and the mesh's face oval). Sessions and the emap come from the pool; nothing
+here reads files or parses options.
 """
 from __future__ import annotations
 
@@ -24,11 +25,10 @@ from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_images, to_tensor
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
-from slimfuse.processors.crop_masks import box_mask, oval_mask
+from slimfuse.processors.face_masks import FaceMasker
 from slimfuse.processors.pixel_boost import boost_factor, explode, implode
 
 EMAP_BYTES = 512 * 512 * 4
-MaskType = str  # "box" | "mesh"
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ def inswapper_latent(embedding: np.ndarray, emap: np.ndarray) -> np.ndarray:
 
 class OnnxSwapProcessor:
     def __init__(self, pool: ModelPool, model: str, pixel_boost: int | None = None,
-                 oval: Sequence[int] | None = None, mask_types: Sequence[MaskType] = ("box", "mesh")) -> None:
+                 masker: FaceMasker | None = None) -> None:
+        """masker: the run's face masks; by default the box mask alone."""
         spec = pool.store.catalog.get(model)
         if model not in RECIPES or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a neural face swapper")
@@ -75,8 +76,7 @@ class OnnxSwapProcessor:
         self.model_size: int = spec.io.crop_size
         self.factor = boost_factor(self.model_size, pixel_boost)
         self.size = self.model_size * self.factor
-        self.oval = tuple(oval) if oval is not None else None
-        self.mask_types = tuple(mask_types)
+        self.masker = masker if masker is not None else FaceMasker(pool)
         names = [tensor.name for tensor in spec.io.inputs]
         self.target_input, self.source_input = "target", "source"
         if set(names) != {self.target_input, self.source_input}:
@@ -85,7 +85,8 @@ class OnnxSwapProcessor:
     def prepare(self, sources: Sequence[SourcePhoto]) -> SwapSource:
         if not sources:
             raise ValueError("no source photo")
-        self.pool.session(self.model)  # load (and check) the swapper before any work for it
+        self.pool.session(self.model)  # load (and check) the swapper and its mask models before any work for them
+        self.masker.load()
         recipe = self.recipe
         if recipe.source == "image":
             best = max(sources, key=lambda photo: frontalness(photo.face))
@@ -123,17 +124,16 @@ class OnnxSwapProcessor:
                              {self.source_input: prepared.tensor})
         swapped = to_images(output, self.io.output_range)
         per_crop = self.factor * self.factor
+        alphas = self.masker.masks(crops)
         results = []
-        for index, crop in enumerate(crops):
+        for index, alpha in enumerate(alphas):
             image = explode(swapped[index * per_crop:(index + 1) * per_crop], self.factor)
-            results.append(Processed(image=image, alpha=self.mask(crop)))
+            results.append(Processed(image=image, alpha=alpha))
         return results
 
     def mask(self, crop: FaceCrop) -> np.ndarray:
-        alpha = box_mask(self.size)
-        if "mesh" in self.mask_types and self.oval is not None:
-            alpha = np.minimum(alpha, oval_mask(self.size, crop.landmarks, self.oval))
-        return alpha
+        """The paste-back alpha of one crop."""
+        return self.masker.masks([crop])[0]
 
 
 def _points(face: Face) -> np.ndarray:

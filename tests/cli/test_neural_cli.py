@@ -11,15 +11,11 @@ import neural_models as nm
 from slimfuse.cli.main import main
 from slimfuse.models import store as store_module
 from slimfuse.models.download import SourceFailed
-from slimfuse.models.store import Store
 
 
 @pytest.fixture
-def placed(tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    nm.isolated_store(home, store)
-    monkeypatch.setenv("SLIMFUSE_HOME", str(home))
-    folder = tmp_path / "placed"
+def placed(models_dir: Path) -> Path:
+    folder = models_dir
     nm.save(nm.inswapper(), folder, "inswapper_128")
     nm.save(nm.recognizer(), folder, "arcface_w600k_r50")
     nm.save(nm.identity_enhancer("gfpgan_1.4"), folder, "gfpgan_1.4")

@@ -12,49 +12,25 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
+import neural_models as nm
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
 from slimfuse.faces.detect_onnx import (
     Detection, NeuralDetectorOptions, NeuralFaceDetector, detector_spec, letterbox, six_keypoints,
 )
-from slimfuse.models.neural.detectors import DETECTORS
-from slimfuse.models.runtime import RuntimeOptions, create_session
 
-SIZE = 640
-STRIDES = (8, 16, 32)
+SIZE = nm.DETECTOR_SIZE
 
 
 def _session(tmp_path: Path, name: str, nodes: list[onnx.NodeProto], outputs: list[np.ndarray],
              initializers: list[onnx.TensorProto] = ()):  # type: ignore[assignment]
     """A session of a graph with the catalog entry's input, and its outputs (in catalog order) shaped as given."""
-    io = DETECTORS[name].io
-    assert io is not None
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info(io.inputs[0].name, TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
-        [helper.make_tensor_value_info(spec.name, TensorProto.FLOAT, list(array.shape))
-         for spec, array in zip(io.outputs, outputs, strict=True)],
-        list(initializers),
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = tmp_path / f"{name}.onnx"
-    onnx.save(model, path)
-    return create_session(path, RuntimeOptions())
+    return nm.session_of(nm.detector_graph(name, nodes, outputs, initializers), tmp_path, name)
 
 
 def _constant_session(tmp_path: Path, name: str, outputs: list[np.ndarray]):  # type: ignore[no-untyped-def]
-    io = DETECTORS[name].io
-    assert io is not None
-    nodes = [helper.make_node("Constant", [], [spec.name], value=numpy_helper.from_array(array.astype(np.float32)))
-             for spec, array in zip(io.outputs, outputs, strict=True)]
-    return _session(tmp_path, name, nodes, outputs)
-
-
-def _cells(stride: int) -> int:
-    return SIZE // stride
+    return _session(tmp_path, name, nm.constant_outputs(name, outputs), outputs)
 
 
 # Planted faces: (stride, row, col, score, box as x0 y0 x1 y1 and 5 points, all in letterbox pixels).
@@ -66,53 +42,12 @@ PLANTS = [
 ]
 
 
-def _scrfd_outputs(plants: list) -> list[np.ndarray]:
-    scores = [np.zeros((_cells(s) ** 2 * 2, 1)) for s in STRIDES]
-    boxes = [np.ones((_cells(s) ** 2 * 2, 4)) for s in STRIDES]
-    points = [np.zeros((_cells(s) ** 2 * 2, 10)) for s in STRIDES]
-    for stride, row, col, score, box, kps in plants:
-        level, anchor = STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
-        index = (row * _cells(stride) + col) * 2 + 1  # the second anchor of the cell
-        scores[level][index] = score
-        boxes[level][index] = np.concatenate([anchor - box[:2], np.array(box[2:]) - anchor]) / stride
-        points[level][index] = ((np.array(kps) - anchor) / stride).reshape(-1)
-    return scores + boxes + points
-
-
-def _yunet_outputs(plants: list) -> list[np.ndarray]:
-    cls = [np.zeros((1, _cells(s) ** 2, 1)) for s in STRIDES]
-    obj = [np.zeros((1, _cells(s) ** 2, 1)) for s in STRIDES]
-    boxes = [np.zeros((1, _cells(s) ** 2, 4)) for s in STRIDES]
-    points = [np.zeros((1, _cells(s) ** 2, 10)) for s in STRIDES]
-    for stride, row, col, score, box, kps in plants:
-        level, anchor = STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
-        index = row * _cells(stride) + col
-        cls[level][0, index], obj[level][0, index] = 1.0, score * score  # the score is sqrt(cls * obj)
-        centre, size = (np.array(box[:2]) + box[2:]) / 2, np.array(box[2:]) - box[:2]
-        boxes[level][0, index] = np.concatenate([(centre - anchor) / stride, np.log(size / stride)])
-        points[level][0, index] = ((np.array(kps) - anchor) / stride).reshape(-1)
-    return cls + obj + boxes + points
-
-
-def _yolo_outputs(plants: list) -> list[np.ndarray]:
-    table = np.zeros((1, 20, sum(_cells(s) ** 2 for s in STRIDES)))
-    for column, (_, _, _, score, box, kps) in zip((1234, 7000), plants, strict=True):
-        centre, size = (np.array(box[:2]) + box[2:]) / 2, np.array(box[2:]) - box[:2]
-        visible = np.hstack([np.array(kps), np.full((5, 1), 0.9)]).reshape(-1)
-        table[0, :, column] = np.concatenate([centre, size, [score], visible])
-    return [table]
-
-
-PLANTERS = {"scrfd_2.5g": _scrfd_outputs, "retinaface_10g": _scrfd_outputs, "yunet": _yunet_outputs,
-            "yolo_face": _yolo_outputs}
-
-
-@pytest.mark.parametrize("name", list(PLANTERS))
+@pytest.mark.parametrize("name", list(nm.DETECTOR_PLANTERS))
 @pytest.mark.parametrize("photo_name", ["grace_hopper", "astronaut"])
 def test_decoding_gives_back_the_planted_faces_in_image_pixels(tmp_path: Path, name: str, photo_name: str,
                                                                request: pytest.FixtureRequest) -> None:
     photo = request.getfixturevalue(photo_name)
-    session = _constant_session(tmp_path, name, PLANTERS[name](PLANTS))
+    session = _constant_session(tmp_path, name, nm.DETECTOR_PLANTERS[name](PLANTS))
     found = NeuralFaceDetector(session, detector_spec(name)).detections(photo)
     scale = SIZE / max(photo.shape[:2])
     assert len(found) == len(PLANTS)
@@ -126,7 +61,7 @@ def test_duplicates_merge_into_their_score_weighted_mean(tmp_path: Path, grace_h
     base = PLANTS[0]
     shifted = (16, 12, 16, 0.6, tuple(v + 6.0 for v in base[4]), tuple((x + 6.0, y + 2.0) for x, y in base[5]))
     weak = (16, 30, 30, 0.49, (440.0, 460.0, 520.0, 560.0), base[5])  # below the 0.5 score threshold
-    session = _constant_session(tmp_path, "scrfd_2.5g", _scrfd_outputs([base, shifted, weak]))
+    session = _constant_session(tmp_path, "scrfd_2.5g", nm.scrfd_outputs([base, shifted, weak]))
     found = NeuralFaceDetector(session, detector_spec("scrfd_2.5g")).detections(grace_hopper)
     scale = SIZE / max(grace_hopper.shape[:2])
     weights = np.array([base[3], shifted[3]])
@@ -139,7 +74,7 @@ def test_duplicates_merge_into_their_score_weighted_mean(tmp_path: Path, grace_h
 
 
 def test_faces_follow_the_face_contract(tmp_path: Path, astronaut: np.ndarray) -> None:
-    session = _constant_session(tmp_path, "yolo_face", _yolo_outputs(PLANTS))
+    session = _constant_session(tmp_path, "yolo_face", nm.yolo_outputs(PLANTS))
     detector = NeuralFaceDetector(session, detector_spec("yolo_face"))
     faces, detections = detector.detect(astronaut), detector.detections(astronaut)
     assert [face.size for face in faces] == sorted((face.size for face in faces), reverse=True)
@@ -179,7 +114,7 @@ BOX_HALF, MARKER_POINTS = 4.0, np.array([[-1.5, -1.0], [1.5, -1.0], [0.0, 0.5], 
 
 
 def _marker_session(tmp_path: Path):  # type: ignore[no-untyped-def]
-    cells = _cells(8) ** 2
+    cells = nm.detector_cells(8) ** 2
     initializers = [numpy_helper.from_array(np.array(v, dtype=np.int64), n) for n, v in (
         ("starts", [0, 0, 0, 0]), ("ends", [1, 3, SIZE, SIZE]), ("starts_next", [0, 0, 0, 1]),
         ("ends_next", [1, 3, SIZE, SIZE + 1]), ("axes", [0, 1, 2, 3]), ("steps", [1, 1, 8, 8]),
@@ -200,13 +135,10 @@ def _marker_session(tmp_path: Path):  # type: ignore[no-untyped-def]
         helper.make_node("Concat", ["per_cell", "per_cell"], ["two_anchors"], axis=1),
         helper.make_node("Reshape", ["two_anchors", "anchors"], ["score_8"]),
     ]
-    outputs = _scrfd_outputs([])
+    outputs = nm.scrfd_outputs([])
     outputs[3][:] = BOX_HALF
     outputs[6][:] = MARKER_POINTS.reshape(-1)
-    io = DETECTORS["scrfd_2.5g"].io
-    assert io is not None
-    nodes += [helper.make_node("Constant", [], [spec.name], value=numpy_helper.from_array(array.astype(np.float32)))
-              for spec, array in zip(io.outputs[1:], outputs[1:], strict=True)]
+    nodes += nm.constant_outputs("scrfd_2.5g", outputs)[1:]
     return _session(tmp_path, "scrfd_2.5g", nodes, outputs, initializers)
 
 
@@ -232,6 +164,6 @@ def test_small_faces_are_found_in_tiles_at_their_exact_place(tmp_path: Path, gra
 
 
 def test_options_override_the_score_threshold(tmp_path: Path, astronaut: np.ndarray) -> None:
-    session = _constant_session(tmp_path, "retinaface_10g", _scrfd_outputs(PLANTS))
+    session = _constant_session(tmp_path, "retinaface_10g", nm.scrfd_outputs(PLANTS))
     strict = NeuralFaceDetector(session, detector_spec("retinaface_10g"), NeuralDetectorOptions(score=0.8))
     assert len(strict.detections(astronaut)) == 1

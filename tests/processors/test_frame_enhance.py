@@ -19,41 +19,16 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-from slimfuse.models.neural.frame_enhancers import MODELS, SCALES
-from slimfuse.models.runtime import RuntimeOptions, create_session
+import neural_models as nm
+from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer, axis_tiles, tile_starts
-
-SPECS = {spec.name: spec for spec in MODELS}
 
 
 def _model(tmp_path: Path, name: str, blur: bool = False, batch: int | str = "batch"):  # type: ignore[no-untyped-def]
     """`name`'s tensors; a bilinear resize by the model's scale, optionally followed by a 3x3 blur."""
-    io, scale = SPECS[name].io, SCALES[name]
-    assert io is not None
-    initializers = [numpy_helper.from_array(np.array([1, 1, scale, scale], dtype=np.float32), "scales")]
-    resized = "resized" if blur else io.outputs[0].name
-    nodes = [helper.make_node("Resize", [io.inputs[0].name, "", "scales"], [resized], mode="linear",
-                              coordinate_transformation_mode="half_pixel")]
-    if blur:
-        kernel = np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=np.float32) / 16
-        initializers.append(numpy_helper.from_array(np.tile(kernel, (3, 1, 1, 1)), "kernel"))
-        nodes.append(helper.make_node("Conv", ["resized", "kernel"], [io.outputs[0].name], group=3, pads=[1, 1, 1, 1]))
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info(io.inputs[0].name, TensorProto.FLOAT, [batch, 3, "height", "width"])],
-        [helper.make_tensor_value_info(io.outputs[0].name, TensorProto.FLOAT, [batch, 3, None, None])],
-        initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = tmp_path / f"{name}-{blur}-{batch}.onnx"
-    onnx.save(model, path)
-    return create_session(path, RuntimeOptions())
+    return nm.session_of(nm.resize_enhancer(name, blur, batch), tmp_path, f"{name}-{blur}-{batch}")
 
 
 def _untiled(session, frame: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]

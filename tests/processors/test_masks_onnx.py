@@ -11,39 +11,18 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
+import neural_models as nm
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.mesh_topology import MeshTopology
-from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD, MODELS
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.store import Store
+from slimfuse.processors.face_masks import FaceMasker
 from slimfuse.processors.mask_types import MaskOptions, box_mask, crop_masks, mesh_mask, padding_from
 from slimfuse.processors.occlusion import Occluder, OccluderOptions
+from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.parsing import REGIONS, FaceParser, ParserOptions
-
-SPECS = {spec.name: spec for spec in MODELS}
-
-
-def _save(tmp_path: Path, name: str, nodes: list[onnx.NodeProto], initializers: list[onnx.TensorProto],
-          batch: int | str = "batch"):  # type: ignore[no-untyped-def]
-    io = SPECS[name].io
-    assert io is not None
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [batch, *t.shape[1:]]) for t in io.inputs],
-        [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, [batch, *t.shape[1:]]) for t in io.outputs],
-        initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = tmp_path / f"{name}-{batch}.onnx"
-    onnx.save(model, path)
-    return create_session(path, RuntimeOptions())
-
 
 class Counting:
     """A session that records the batch size of every run."""
@@ -60,35 +39,14 @@ class Counting:
         return self.session.run(names, feeds)
 
 
-def _ints(name: str, values: list[int]) -> onnx.TensorProto:
-    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
-
-
-def _floats(name: str, values: np.ndarray | float) -> onnx.TensorProto:
-    return numpy_helper.from_array(np.asarray(values, dtype=np.float32), name)
-
-
 def _occluder(tmp_path: Path, batch: int | str = "batch"):  # type: ignore[no-untyped-def]
     """xseg_1's tensors; returns channel 2 of its BGR input, the crop's red / 255."""
-    nodes = [helper.make_node("Slice", ["input", "from", "to", "axis"], ["output"])]
-    return _save(tmp_path, "xseg_1", nodes, [_ints("from", [2]), _ints("to", [3]), _ints("axis", [3])], batch)
+    return nm.session_of(nm.occluder("xseg_1", batch), tmp_path, f"xseg_1-{batch}")
 
 
 def _parser(tmp_path: Path):  # type: ignore[no-untyped-def]
     """bisenet_resnet_34's tensors; logits -(class - c)^2 with class = red / 10 read back from the input."""
-    nodes = [
-        helper.make_node("Slice", ["input", "from", "to", "axis"], ["red_normalised"]),
-        helper.make_node("Mul", ["red_normalised", "std"], ["red_centred"]),
-        helper.make_node("Add", ["red_centred", "mean"], ["red_unit"]),
-        helper.make_node("Mul", ["red_unit", "to_class"], ["class_value"]),
-        helper.make_node("Sub", ["class_value", "classes"], ["distance"]),
-        helper.make_node("Mul", ["distance", "distance"], ["squared"]),
-        helper.make_node("Neg", ["squared"], ["output"]),
-    ]
-    initializers = [_ints("from", [0]), _ints("to", [1]), _ints("axis", [1]), _floats("std", IMAGENET_STD[0]),
-                    _floats("mean", IMAGENET_MEAN[0]), _floats("to_class", 25.5),
-                    _floats("classes", np.arange(19).reshape(1, 19, 1, 1))]
-    return _save(tmp_path, "bisenet_resnet_34", nodes, initializers)
+    return nm.session_of(nm.face_parser("bisenet_resnet_34"), tmp_path, "bisenet_resnet_34")
 
 
 def _face_crop(photo: np.ndarray, size: int) -> np.ndarray:
@@ -207,3 +165,33 @@ def test_mesh_mask_covers_the_face_oval(pool: ModelPool, astronaut: np.ndarray) 
     nose = np.round(landmarks[1, :2]).astype(int)
     assert mask.shape == astronaut.shape[:2] and mask[nose[1], nose[0]] == 1.0
     assert mask[0, 0] == 0.0 and mask[-1, -1] == 0.0 and 0.005 < mask.mean() < 0.2
+
+
+def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: Store, pool: ModelPool,
+                                                         astronaut: np.ndarray) -> None:
+    placed = tmp_path / "placed"
+    visible = np.zeros((256, 256), np.float32)
+    visible[:, 64:] = 1.0
+    nm.save(nm.occluder("xseg_2", visible=visible), placed, "xseg_2")
+    nm.save(nm.face_parser("bisenet_resnet_18"), placed, "bisenet_resnet_18")
+    neural_pool = ModelPool(nm.isolated_store(tmp_path / "home", store, placed))
+    topology = MeshTopology.from_json(pool.store.path("face_mesh_topology").read_text(encoding="utf-8"))
+    face = FaceAnalyser(pool).faces(astronaut)[0]
+    processor = OnnxSwapProcessor(neural_pool, "inswapper_128")
+    crops = [processor.crop(astronaut, face)]
+    crops[0].image[..., 0] = _class_map(128, 1) * 10  # the parser's classes
+    regions = ("skin", "nose", "hair", "neck", "cloth", "hat", "mouth", "left-eye")
+    options = MaskOptions(types=("box", "mesh", "occlusion", "region"), blur=0.2, padding=(0, 10, 0, 0))
+    masker = FaceMasker(neural_pool, options, topology.face_oval, "xseg_2", "bisenet_resnet_18", regions)
+    parts = [box_mask(128, 128, 0.2, (0, 10, 0, 0)), mesh_mask(crops[0].landmarks, topology.face_oval, 128, 128),
+             Occluder(neural_pool.session("xseg_2")).masks([crops[0].image])[0],
+             FaceParser(neural_pool.session("bisenet_resnet_18"),
+                        ParserOptions(regions=regions)).masks([crops[0].image])[0]]
+    combined = masker.masks(crops)[0]
+    np.testing.assert_array_equal(combined, np.minimum.reduce(parts))
+    assert combined.max() > 0.9 and all((combined < part).any() for part in parts)  # each part takes some away
+    enhancer = masker.for_enhancer()  # FaceFusion's enhancer mask: box (no padding), occlusion and region
+    assert enhancer.options.types == ("box", "occlusion", "region") and enhancer.options.padding == (0, 0, 0, 0)
+    assert FaceMasker(neural_pool).options.types == ("box",)
+    with pytest.raises(ValueError, match="oval"):
+        FaceMasker(neural_pool, options)
