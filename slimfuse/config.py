@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from slimfuse.faces.select import SelectorMode
+from slimfuse.media.video_encoding import CONTAINERS
 from slimfuse.models.runtime import ArenaExtendStrategy, ConvAlgoSearch, RuntimeOptions
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions
 from slimfuse.processors.mask_types import MaskOptions, MaskType, Padding
@@ -74,13 +75,26 @@ class RunConfig:
     frame_enhancer_keep_scale: bool = False
     """Give the frame at the model's scale (x2, x4) instead of the input's size."""
 
+    @property
+    def is_video(self) -> bool:
+        return self.target.suffix.lower() in CONTAINERS
+
+    @property
+    def intra_op_threads(self) -> int:
+        """ONNX Runtime threads per model. A video already keeps both cores busy with its decoder, encoder,
+        analysis and rendering threads; one thread per model there avoids them fighting (about 1.5x faster
+        measured on 2 cores); an image gets every core (0 lets ONNX Runtime choose)."""
+        if self.execution_thread_count == 0 and self.is_video:
+            return 1
+        return self.execution_thread_count
+
     def runtime_options(self) -> RuntimeOptions:
         """The ONNX Runtime settings of this run (sessions are made only by the model pool)."""
         return RuntimeOptions(
             providers=self.execution_providers,
             device_id=self.execution_device_id,
             strict_provider=self.strict_provider,
-            intra_op_threads=self.execution_thread_count,
+            intra_op_threads=self.intra_op_threads,
             gpu_mem_limit=self.execution_gpu_memory_limit,
             arena_extend_strategy=self.execution_arena_extend_strategy,
             cudnn_conv_algo_search=self.execution_cudnn_conv_algo_search,

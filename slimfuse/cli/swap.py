@@ -67,7 +67,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--blend", choices=["feather", "poisson"], default=DEFAULTS.blend,
                         help="feathered alpha (default) or Poisson blending")
     parser.add_argument("--execution-thread-count", type=int, default=DEFAULTS.execution_thread_count,
-                        help="ONNX Runtime threads per model, 0 = one per core")
+                        help="ONNX Runtime threads per model; 0 = one per core for images, 1 for videos")
     _add_neural_options(parser)
     _add_mask_options(parser)
     _add_video_options(parser)
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
     store = make_store(args)
     pool = ModelPool(store, config.runtime_options())
-    if config.target.suffix.lower() in CONTAINERS:
+    if config.is_video:
         return _run_video(args, config, pool, store.notify)
     output = ImageSwapper(config, pool, store.notify).run()
     print(output)

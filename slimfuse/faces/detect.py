@@ -107,9 +107,11 @@ def weighted_nms(boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
     return merged
 
 
-def tiles(width: int, height: int, tile_size: int) -> Iterator[tuple[int, int, int]]:
-    """The whole image, then half-overlapping square tiles whose size doubles from `tile_size`."""
+def tiles(width: int, height: int, tile_size: int, scan: bool = True) -> Iterator[tuple[int, int, int]]:
+    """The whole image, then (with `scan`) half-overlapping square tiles whose size doubles from `tile_size`."""
     yield 0, 0, max(width, height)
+    if not scan:
+        return
     side = tile_size
     while side * 1.25 < max(width, height):
         stride = side // 2
@@ -137,7 +139,9 @@ class FaceDetector:
     def models_for(model: str) -> tuple[str, ...]:
         return ("short", "full") if model == "auto" else (model,)
 
-    def detect(self, image: np.ndarray) -> list[Face]:
+    def detect(self, image: np.ndarray, scan_tiles: bool = True) -> list[Face]:
+        """Every face, largest first; without `scan_tiles` only the whole image is searched (faster, misses
+        small faces in large images)."""
         height, width = image.shape[:2]
         boxes: list[np.ndarray] = []
         points: list[np.ndarray] = []
@@ -146,7 +150,7 @@ class FaceDetector:
             spec = SPECS[key]
             # Tile sizes scale with the model's input so a face reaches the model at the same size in pixels.
             tile_size = int(self.options.tile_size * spec.size / FULL_RANGE.size)
-            for x0, y0, side in tiles(width, height, tile_size):
+            for x0, y0, side in tiles(width, height, tile_size, scan_tiles):
                 whole = side >= max(width, height)
                 if not whole and self.options.model == "auto" and key == "short":
                     continue  # near faces are the short-range model's job; tiles hold the small, distant ones

@@ -187,15 +187,15 @@ class NeuralFaceDetector:
         self.spec = spec
         self.options = options
 
-    def detect(self, image: np.ndarray) -> list[Face]:
-        """Every face, largest first, in the Face contract (6 keypoints)."""
-        return [detection.face() for detection in self.detections(image)]
+    def detect(self, image: np.ndarray, scan_tiles: bool = True) -> list[Face]:
+        """Every face, largest first, in the Face contract (6 keypoints); see FaceDetector.detect."""
+        return [detection.face() for detection in self.detections(image, scan_tiles)]
 
-    def detections(self, image: np.ndarray) -> list[Detection]:
+    def detections(self, image: np.ndarray, scan_tiles: bool = True) -> list[Detection]:
         """Every face with the model's own 5 points, largest first."""
         height, width = image.shape[:2]
         found: list[Decoded] = []
-        for x0, y0, side in tiles(width, height, self.options.tile_size):
+        for x0, y0, side in tiles(width, height, self.options.tile_size, scan_tiles):
             crop = image[y0:y0 + side, x0:x0 + side]
             boxes, points, scores = self.run(crop)
             if side < max(width, height):

@@ -20,7 +20,7 @@ from slimfuse.faces.types import Face
 
 
 class Detector(Protocol):
-    def detect(self, image: np.ndarray) -> list[Face]: ...
+    def detect(self, image: np.ndarray, scan_tiles: bool = True) -> list[Face]: ...
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class TrackerOptions:
     """Two tracks overlapping more than this are checked by identity at the next detection."""
     max_missed: int = 2
     """Detections a track may miss before it ends."""
+    tile_scan_every: int = 4
+    """While faces are being followed, search the tiles of large frames for new small faces only every this many
+    detections (the whole frame is searched at every one); with no face followed, every detection scans them."""
     smoothing: OneEuroSettings | None = OneEuroSettings()
 
 
@@ -100,8 +103,9 @@ class FaceTracker:
         return visible
 
     def _update_with_detections(self, frame: np.ndarray) -> list[Track]:
+        scan_tiles = not self.tracks or self.detections_run % self.options.tile_scan_every == 0
         self.detections_run += 1
-        detections = self.detector.detect(frame)
+        detections = self.detector.detect(frame, scan_tiles)
         pairs = self._match(frame, detections)
         visible: list[Track] = []
         matched_tracks = set()

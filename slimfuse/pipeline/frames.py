@@ -67,13 +67,16 @@ class FrameSwapper:
         next frame can be analysed while this one renders."""
         self._frames += 1
         tracks = self.tracker.update(rgb, time)
-        return [Target(track.id, track.face) for track in self._select(rgb, tracks)]
+        self.reuse.forget({track.id for track in self.tracker.tracks})  # ended tracks free their cache
+        targets = [Target(track.id, track.face) for track in self._select(rgb, tracks)]
+        self._with_faces += bool(targets)
+        return targets
 
     def render(self, rgb: np.ndarray, targets: list[Target]) -> np.ndarray:
-        self.reuse.forget({track.id for track in self.tracker.tracks} | {target.track_id for target in targets})
+        """Swap `targets` into the frame. Safe to call from several threads for different frames when reuse is
+        off (with reuse on, call it in frame order)."""
         if not targets:
             return self.swapper.finish_frame(rgb)
-        self._with_faces += 1
         frame = rgb
         for index, (processor, state) in enumerate(zip(self.swapper.processors, self.prepared, strict=True)):
             crops = [processor.crop(frame, target.face) for target in targets]

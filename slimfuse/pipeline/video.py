@@ -8,10 +8,13 @@ on success, error and Ctrl-C unless `--keep-temp`.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from slimfuse.cli.progress import Progress
 from slimfuse.config import RunConfig
@@ -28,6 +31,8 @@ from slimfuse.pipeline.reuse import ReuseOptions
 
 # Frames waiting between stages: enough to keep both cores busy, few enough that memory stays small.
 QUEUE_FRAMES = 8
+# Threads rendering frames at once (when reuse does not chain each frame to the one before).
+RENDER_WORKERS = 2
 # Reuse threshold when --reuse-threshold is not given and the swapper is a neural generator.
 NEURAL_REUSE_THRESHOLD = 2.0
 
@@ -47,6 +52,10 @@ class VideoResult:
     stats: FrameStats
     setup_seconds: float
     """Model loading and source preparation, before the first frame."""
+
+
+def _render(frames: FrameSwapper, frame: VideoFrame, targets: Future[list[Target]]) -> np.ndarray:
+    return frames.render(frame.rgb, targets.result())
 
 
 def partial_path(output: Path) -> Path:
@@ -100,26 +109,32 @@ class VideoSwapJob:
         return VideoResult(config.output, info, writer.frames_written, frames.stats(), setup_seconds)
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
-        """Analyse frame n+1 in a second thread while frame n renders: both mostly run outside the GIL."""
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="slimfuse-analyse") as analyser:
-            pending: tuple[VideoFrame, Future[list[Target]]] | None = None
+        """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by
+        RENDER_WORKERS threads (one when reuse links each frame to the last), and written in order. ONNX
+        Runtime, OpenCV and FFmpeg do their work outside the GIL, so the threads share the cores."""
+        workers = 1 if frames.reuse.enabled else RENDER_WORKERS
+        in_flight: deque[tuple[VideoFrame, Future[np.ndarray]]] = deque()
+        with ThreadPoolExecutor(1, "slimfuse-analyse") as analysis, ThreadPoolExecutor(workers, "slimfuse-render") as render:
             try:
                 for frame in reader:
-                    upcoming = (frame, analyser.submit(frames.analyse, frame.rgb, frame.time))
-                    if pending is not None:
-                        self._render(pending, frames, writer)
-                    pending = upcoming
+                    targets = analysis.submit(frames.analyse, frame.rgb, frame.time)
+                    in_flight.append((frame, render.submit(_render, frames, frame, targets)))
+                    while len(in_flight) > workers + 1:
+                        self._write_oldest(in_flight, writer)
             except VideoDecodeStoppedError:
-                if pending is not None:  # the last frame that decoded is kept too
-                    self._render(pending, frames, writer)
+                while in_flight:  # the frames that did decode are kept too
+                    self._write_oldest(in_flight, writer)
                 raise
-            if pending is not None:
-                self._render(pending, frames, writer)
+            except BaseException:
+                for _, pending in in_flight:
+                    pending.cancel()
+                raise
+            while in_flight:
+                self._write_oldest(in_flight, writer)
 
-    def _render(self, pending: tuple[VideoFrame, Future[list[Target]]], frames: FrameSwapper,
-                writer: VideoWriter) -> None:
-        frame, targets = pending
-        writer.write(frame.with_rgb(frames.render(frame.rgb, targets.result())))
+    def _write_oldest(self, in_flight: deque[tuple[VideoFrame, Future[np.ndarray]]], writer: VideoWriter) -> None:
+        frame, rendered = in_flight.popleft()
+        writer.write(frame.with_rgb(rendered.result()))
         self.progress.advance()
 
     def _through_disk(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter,
