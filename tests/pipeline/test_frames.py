@@ -114,3 +114,22 @@ def test_one_mode_holds_its_choice(pool: ModelPool, grace_hopper: np.ndarray, as
         assert all(counts == [True, True] for counts in swapped_counts)
     else:
         assert all(counts == swapped_counts[0] for counts in swapped_counts) and sum(swapped_counts[0]) == 1
+
+
+def test_a_small_face_that_walks_in_is_found_by_the_tile_scan(pool: ModelPool, grace_hopper: np.ndarray,
+                                                              astronaut: np.ndarray, astronaut_path: Path) -> None:
+    swapper = _swapper(pool, astronaut_path, face_selector_mode="many", detect_interval=2)
+    base = np.full((853, 1280, 3), 80, dtype=np.uint8)
+    place(base, grace_hopper, GRACE_HOPPER_FACE, 260, (330, 400))
+    found_at = None
+    for index in range(24):
+        frame = base.copy()
+        if index >= 3:  # a distant face, too small for a whole-frame search, walks in at frame 3
+            place(frame, astronaut, ASTRONAUT_FACE, 70, (1000, 300))
+        swapper.analyse(frame, index / 25)
+        if found_at is None and len(swapper.tracker.tracks) == 2:
+            found_at = index
+    options = swapper.tracker.options
+    assert found_at is not None and 3 <= found_at <= 3 + options.detect_interval * options.tile_scan_every
+    detector = swapper.tracker.detector
+    assert len(detector.detect(frame, scan_tiles=False)) == 1 and len(detector.detect(frame)) == 2
