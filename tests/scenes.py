@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import cv2
 import numpy as np
+from PIL import Image
 
+from slimfuse.config import RunConfig
+from slimfuse.models.pool import ModelPool
+from slimfuse.pipeline.image import ImageSwapper
 from slimfuse.samples import ASTRONAUT_FACE, GRACE_HOPPER_FACE
 
 
@@ -52,3 +57,16 @@ def small_face_on_4k(photo: np.ndarray, face: tuple[int, int, int, int], face_px
     canvas = np.full((2160, 3840, 3), 120, dtype=np.uint8)
     box = place(canvas, photo, face, face_px, (2900, 700))
     return Scene(canvas, [box])
+
+
+def swap_image(pool: ModelPool, tmp_path: Path, source: Path, target: np.ndarray | Path, **options: object) -> np.ndarray:
+    """Run the real image swap on `target` (an array is saved as PNG first) and read the result back as RGB."""
+    if isinstance(target, np.ndarray):
+        target_path = tmp_path / "target.png"
+        Image.fromarray(target).save(target_path)
+    else:
+        target_path = target
+    output = tmp_path / "out.png"
+    config = RunConfig(sources=(source,), target=target_path, output=output, **options)  # type: ignore[arg-type]
+    ImageSwapper(config, pool, lambda message: None).run()
+    return np.asarray(Image.open(output).convert("RGB"))

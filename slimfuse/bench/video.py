@@ -20,6 +20,7 @@ from PIL import Image
 
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.bench.memory import peak_rss_mb
+from slimfuse.bench.metrics import psnr
 from slimfuse.media.video_encoding import EncodeSettings
 from slimfuse.media.video_io import VideoReader, VideoWriter, probe
 from slimfuse.samples import sample_path
@@ -102,9 +103,7 @@ def mean_psnr(a: Path, b: Path) -> float:
     values = []
     with av.open(str(a)) as first, av.open(str(b)) as second:
         for x, y in zip(first.decode(video=0), second.decode(video=0), strict=False):
-            diff = x.to_ndarray(format="rgb24").astype(np.float64) - y.to_ndarray(format="rgb24").astype(np.float64)
-            mse = float(np.mean(diff**2))
-            values.append(100.0 if mse == 0 else 10 * np.log10(255.0**2 / mse))
+            values.append(psnr(x.to_ndarray(format="rgb24"), y.to_ndarray(format="rgb24")))
     return statistics.mean(values)
 
 

@@ -7,8 +7,7 @@ import cv2
 import numpy as np
 
 
-def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Intersection over union of one x0,y0,x1,y1 box against many."""
+def _intersection_and_areas(box: np.ndarray, boxes: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
     x0 = np.maximum(box[0], boxes[:, 0])
     y0 = np.maximum(box[1], boxes[:, 1])
     x1 = np.minimum(box[2], boxes[:, 2])
@@ -16,18 +15,18 @@ def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
     area = (box[2] - box[0]) * (box[3] - box[1])
     areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    return inter, area, areas
+
+
+def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Intersection over union of one x0,y0,x1,y1 box against many."""
+    inter, area, areas = _intersection_and_areas(box, boxes)
     return inter / np.maximum(area + areas - inter, 1e-9)
 
 
 def overlap_of_smaller(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Intersection over the smaller area: near 1 when one box lies inside the other."""
-    x0 = np.maximum(box[0], boxes[:, 0])
-    y0 = np.maximum(box[1], boxes[:, 1])
-    x1 = np.minimum(box[2], boxes[:, 2])
-    y1 = np.minimum(box[3], boxes[:, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    area = (box[2] - box[0]) * (box[3] - box[1])
-    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    inter, area, areas = _intersection_and_areas(box, boxes)
     return inter / np.maximum(np.minimum(area, areas), 1e-9)
 
 

@@ -11,6 +11,7 @@ from PIL import Image
 
 import neural_models as nm
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
+from slimfuse.bench.metrics import psnr
 from slimfuse.cli.main import main
 from slimfuse.faces.align import five_points
 from slimfuse.faces.analyse import FaceAnalyser
@@ -23,11 +24,6 @@ def _swap(source: Path, target: Path, output: Path, *extra: str) -> np.ndarray:
     assert code == 0
     with Image.open(output) as image:
         return np.asarray(image)
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
 
 
 def _paste_face(canvas: np.ndarray, photo: np.ndarray, face: tuple[int, int, int, int], face_px: int,

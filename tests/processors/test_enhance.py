@@ -6,15 +6,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from PIL import Image
 
 import neural_models as nm
-from slimfuse.config import RunConfig
+from scenes import swap_image
+from slimfuse.bench.metrics import psnr
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
-from slimfuse.pipeline.image import ImageSwapper
 from slimfuse.processors.enhance import EnhanceProcessor
 
 
@@ -28,21 +27,7 @@ def neural_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
 def swapped(neural_pool: ModelPool, tmp_path_factory: pytest.TempPathFactory, grace_hopper: np.ndarray,
             astronaut_path: Path) -> np.ndarray:
     """The mesh swap alone, which the enhancer runs after."""
-    return _run(neural_pool, tmp_path_factory.mktemp("swap"), astronaut_path, grace_hopper)
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
-
-
-def _run(pool: ModelPool, tmp_path: Path, source: Path, target: np.ndarray, **options: object) -> np.ndarray:
-    target_path = tmp_path / "target.png"
-    Image.fromarray(target).save(target_path)
-    output = tmp_path / "out.png"
-    ImageSwapper(RunConfig(sources=(source,), target=target_path, output=output, **options),  # type: ignore[arg-type]
-                 pool, lambda message: None).run()
-    return np.asarray(Image.open(output).convert("RGB"))
+    return swap_image(neural_pool, tmp_path_factory.mktemp("swap"), astronaut_path, grace_hopper)
 
 
 @pytest.mark.parametrize("model", ENHANCER_NAMES)
@@ -50,7 +35,7 @@ def test_identity_enhancers_give_back_the_face(neural_pool: ModelPool, tmp_path:
                                                grace_hopper: np.ndarray, astronaut_path: Path,
                                                swapped: np.ndarray) -> None:
     # The mesh swap first, then the enhancer on the swapped face: compare against the mesh swap alone.
-    enhanced = _run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model=model,
+    enhanced = swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model=model,
                     face_enhancer_blend=100)
     assert psnr(enhanced, swapped) >= 35.0
     processor = EnhanceProcessor(neural_pool, model, blend=100)
@@ -72,7 +57,7 @@ def test_blend_scales_the_alpha_and_zero_changes_nothing(neural_pool: ModelPool,
         processor = EnhanceProcessor(neural_pool, "gfpgan_1.4", blend=blend)
         result = processor.process([processor.crop(grace_hopper, face)], None)[0]
         assert np.isclose(result.alpha.max(), blend / 100) and result.alpha[0].max() == 0
-    none = _run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model="gfpgan_1.4",
+    none = swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model="gfpgan_1.4",
                 face_enhancer_blend=0)
     assert np.array_equal(none, swapped)
 

@@ -9,11 +9,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
-from PIL import Image
 
 import neural_models as nm
 from scenes import group
-from slimfuse.config import RunConfig
+from scenes import swap_image
+from slimfuse.bench.metrics import psnr
 from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.recognize import normalise
@@ -21,7 +21,6 @@ from slimfuse.models.initializers import last_initializer
 from slimfuse.models.neural.swappers import SWAPPER_NAMES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
-from slimfuse.pipeline.image import ImageSwapper
 from slimfuse.processors.base import SourcePhoto
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor, SwapSource, emap_of, inswapper_latent
 
@@ -38,20 +37,6 @@ def batch_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelP
     root = tmp_path_factory.mktemp("neural_batch")
     placed = nm.place_standins(root / "placed", free_batch=True)
     return ModelPool(nm.isolated_store(root / "home", store, placed))
-
-
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
-
-
-def _run(pool: ModelPool, tmp_path: Path, source: Path, target: np.ndarray, **options: object) -> np.ndarray:
-    target_path = tmp_path / "target.png"
-    Image.fromarray(target).save(target_path)
-    output = tmp_path / "out.png"
-    config = RunConfig(sources=(source,), target=target_path, output=output, **options)  # type: ignore[arg-type]
-    ImageSwapper(config, pool, lambda message: None).run()
-    return np.asarray(Image.open(output).convert("RGB"))
 
 
 def frame_alpha(processor: OnnxSwapProcessor, frame: np.ndarray, faces: list) -> np.ndarray:  # type: ignore[type-arg]
@@ -73,7 +58,7 @@ CASES = [(name, None) for name in SWAPPER_NAMES] + [("inswapper_128", 256), ("in
 @pytest.mark.parametrize(("model", "boost"), CASES, ids=[f"{m}-{b or 'own'}" for m, b in CASES])
 def test_identity_swappers_give_back_the_target(neural_pool: ModelPool, tmp_path: Path, model: str, boost: int | None,
                                                 grace_hopper: np.ndarray, astronaut_path: Path) -> None:
-    result = _run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model=model,
+    result = swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model=model,
                   face_swapper_pixel_boost=boost)
     assert result.shape == grace_hopper.shape
     assert psnr(result, grace_hopper) >= 35.0
@@ -87,7 +72,7 @@ def test_identity_swappers_give_back_the_target(neural_pool: ModelPool, tmp_path
 
 def test_pixel_boost_brings_back_more_detail(neural_pool: ModelPool, tmp_path: Path, grace_hopper: np.ndarray,
                                              astronaut_path: Path) -> None:
-    scores = [psnr(_run(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model="inswapper_128",
+    scores = [psnr(swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model="inswapper_128",
                         face_swapper_pixel_boost=boost), grace_hopper) for boost in (None, 256, 512)]
     assert scores[0] < scores[1] < scores[2]
 
@@ -196,7 +181,7 @@ def test_batches_where_the_batch_axis_allows(neural_pool: ModelPool, batch_pool:
 
 def test_many_faces_are_swapped_back_to_themselves(neural_pool: ModelPool, tmp_path: Path, six_faces: np.ndarray,
                                                    astronaut_path: Path) -> None:
-    result = _run(neural_pool, tmp_path, astronaut_path, six_faces, face_swapper_model="hyperswap_1a_256",
+    result = swap_image(neural_pool, tmp_path, astronaut_path, six_faces, face_swapper_model="hyperswap_1a_256",
                   face_selector_mode="many")
     assert psnr(result, six_faces) >= 35.0
     processor = OnnxSwapProcessor(neural_pool, "hyperswap_1a_256")
