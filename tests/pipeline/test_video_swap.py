@@ -139,3 +139,25 @@ def test_peak_memory_does_not_grow_with_video_length(tmp_path: Path, astronaut: 
         assert code == "0"
         peaks[count] = float(peak)
     assert peaks[1500] <= peaks[150] * 1.10, peaks
+
+
+def test_a_swapped_still_face_does_not_flicker(tmp_path: Path, grace_hopper: np.ndarray, astronaut_path: Path) -> None:
+    """Mask and colour come from the smoothed mesh, so on a still shot the swapped face changes from frame to frame
+    no more than the input does (its encoder noise), and its mean colour stays put."""
+    clip = make_clip(tmp_path / "still.mp4", still(grace_hopper, SIZE, 30, face_px=160), crf=28)
+    output = tmp_path / "out.mp4"
+    assert main(["swap", "-s", str(astronaut_path), "-t", str(clip), "-o", str(output), "--quiet",
+                 "--output-video-quality", "100"]) == 0
+    _, before, _ = _frames(clip)
+    _, after, _ = _frames(output)
+    face = (slice(SIZE[1] // 2 - 70, SIZE[1] // 2 + 70), slice(SIZE[0] // 2 - 60, SIZE[0] // 2 + 60))
+
+    def change(frames: list[np.ndarray]) -> tuple[float, float]:
+        steps = [(frames[i][face].astype(float), frames[i - 1][face].astype(float)) for i in range(5, len(frames))]
+        pixels = float(np.mean([np.abs(a - b).mean() for a, b in steps]))
+        colour = float(np.mean([np.abs(a.mean((0, 1)) - b.mean((0, 1))).mean() for a, b in steps]))
+        return pixels, colour
+
+    (input_pixels, _), (output_pixels, output_colour) = change(before), change(after)
+    assert np.any(after[10][face] != before[10][face])
+    assert output_pixels <= input_pixels and output_colour < 0.2
