@@ -28,6 +28,7 @@ test: models
 
 bench: models
 	$(BIN)/slimfuse bench image
+	$(BIN)/slimfuse bench video
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
