@@ -289,40 +289,9 @@ class MeshSwapper:
         shift_v = self._vertex_shift(vt_roi, vs, size) if opt.shape_transfer > 0 else None
         coef_src, coef_shift = _affine_tables(tris, vt_roi, vs, shift_v, drawable)
 
-        # Texture reliability: where the source shows a triangle much smaller than the target needs it (seen
-        # obliquely, or folded away: negative area), its texture is smeared; fade such regions out. The map is
-        # blurred so that a few tiny folded triangles (under the nose, inside the lips) leave no pinholes.
-        scale2 = (ratio * 2.0**level) ** 2  # target / source-level area scale of the face as a whole
-        stretch = np.abs(area2_t) / np.maximum(area2_s, 1e-6) / scale2
-        fade = mask_ops.smoothstep(np.log2(np.maximum(stretch, 1e-6) / opt.max_stretch))
-        trust = np.concatenate([[1.0], np.where(area2_s > 0, 1.0 - fade, 0.0)]).astype(np.float32)
-        trust_px = trust[ids]
-        if float(trust_px.min()) < 1.0:
-            trust_px = mask_ops.smoothstep(2.0 * _smooth(trust_px, 0.025 * size) - 0.5)  # lone small folds vanish
-
-        # Outer mask: front-facing coverage (pinholes closed), eroded and feathered.
-        frontflag = np.concatenate([[0], front]).astype(np.uint8) * 255
-        coverage = mask_ops.close_small_holes(frontflag[ids], max(1, int(round(0.01 * size))))
-        erosion = mask_ops.vertical_erosion(
-            (rh, rw), (x0, y0), frame, opt.mask_erode * size, opt.mask_erode_top * size,
-            opt.mask_erode_bottom * size)
-        outer = mask_ops.eroded_feather(coverage, erosion, opt.mask_feather * size)
-
-        # Kept target regions (mouth interior, eyes) and the facial features (for the colour step).
-        keep_polys = []
-        if opt.keep_mouth:
-            keep_polys.append(vt_roi[rings["lips_inner"], :2])
-        if opt.keep_eyes:
-            keep_polys += [vt_roi[rings["left_eye"], :2], vt_roi[rings["right_eye"], :2]]
-        keep = np.zeros((rh, rw), np.float32)
-        for poly in keep_polys:
-            # The soft edge is at most half the opening: a closed mouth keeps only its thin seam.
-            hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * _opening(poly, frame.down)))
-            keep = np.maximum(keep, mask_ops.soft_polygons((rh, rw), [poly], 0.25 * hole_f, hole_f))
-        feature_polys = [vt_roi[rings[k], :2] for k in ("lips_outer", "left_eye", "right_eye")]
-        feature_sd = mask_ops.polygons_signed_distance((rh, rw), feature_polys, 0.04 * size)
-        not_skin = mask_ops.soft_from_distance((rh, rw), feature_sd, 0.02 * size, 0.03 * size)
-        damping = mask_ops.soft_from_distance((rh, rw), feature_sd, 0.005 * size, 0.02 * size)
+        trust_px = self._texture_trust(ids, area2_t, area2_s, (ratio * 2.0**level) ** 2, size)
+        outer = self._outer_mask(ids, front, frame, (x0, y0), (rh, rw))
+        keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw))
 
         # Where each output pixel looks on the target mesh: itself, or (shape transfer) the point the smooth
         # shift field moves onto it. The shift fades out with the outer mask, so nothing moves where the
@@ -382,6 +351,51 @@ class MeshSwapper:
             alpha=alpha, changed=alpha_out, color_weight=weight, level=level)
 
     # -------------------------------------------------------------------------------------- helpers
+
+    def _texture_trust(self, ids: np.ndarray, area2_t: np.ndarray, area2_s: np.ndarray, scale2: float,
+                       size: float) -> np.ndarray:
+        """Texture reliability per pixel: where the source shows a triangle much smaller than the target needs
+        it (seen obliquely, or folded away: negative area), its texture is smeared; fade such regions out. The
+        map is blurred so that a few tiny folded triangles (under the nose, inside the lips) leave no pinholes.
+        scale2: the target / source-level area scale of the face as a whole."""
+        stretch = np.abs(area2_t) / np.maximum(area2_s, 1e-6) / scale2
+        fade = mask_ops.smoothstep(np.log2(np.maximum(stretch, 1e-6) / self.options.max_stretch))
+        trust = np.concatenate([[1.0], np.where(area2_s > 0, 1.0 - fade, 0.0)]).astype(np.float32)
+        trust_px = trust[ids]
+        if float(trust_px.min()) < 1.0:
+            trust_px = mask_ops.smoothstep(2.0 * _smooth(trust_px, 0.025 * size) - 0.5)  # lone small folds vanish
+        return trust_px
+
+    def _outer_mask(self, ids: np.ndarray, front: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[int, int],
+                    shape: tuple[int, int]) -> np.ndarray:
+        """Front-facing coverage (pinholes closed), eroded and feathered."""
+        opt, size = self.options, frame.size
+        frontflag = np.concatenate([[0], front]).astype(np.uint8) * 255
+        coverage = mask_ops.close_small_holes(frontflag[ids], max(1, int(round(0.01 * size))))
+        erosion = mask_ops.vertical_erosion(
+            shape, origin, frame, opt.mask_erode * size, opt.mask_erode_top * size, opt.mask_erode_bottom * size)
+        return mask_ops.eroded_feather(coverage, erosion, opt.mask_feather * size)
+
+    def _feature_masks(self, vt_roi: np.ndarray, frame: mask_ops.FaceFrame,
+                       shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Kept target regions (mouth interior, eyes), and where the facial features are (not skin, for the
+        colour statistics; damping, where the colour gain is damped)."""
+        opt, rings, size = self.options, self._rings, frame.size
+        keep_polys = []
+        if opt.keep_mouth:
+            keep_polys.append(vt_roi[rings["lips_inner"], :2])
+        if opt.keep_eyes:
+            keep_polys += [vt_roi[rings["left_eye"], :2], vt_roi[rings["right_eye"], :2]]
+        keep = np.zeros(shape, np.float32)
+        for poly in keep_polys:
+            # The soft edge is at most half the opening: a closed mouth keeps only its thin seam.
+            hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * _opening(poly, frame.down)))
+            keep = np.maximum(keep, mask_ops.soft_polygons(shape, [poly], 0.25 * hole_f, hole_f))
+        feature_polys = [vt_roi[rings[k], :2] for k in ("lips_outer", "left_eye", "right_eye")]
+        feature_sd = mask_ops.polygons_signed_distance(shape, feature_polys, 0.04 * size)
+        not_skin = mask_ops.soft_from_distance(shape, feature_sd, 0.02 * size, 0.03 * size)
+        damping = mask_ops.soft_from_distance(shape, feature_sd, 0.005 * size, 0.02 * size)
+        return keep, not_skin, damping
 
     def _rasterise(self, v: np.ndarray, drawable: np.ndarray, front: np.ndarray,
                    shape: tuple[int, int]) -> np.ndarray:
