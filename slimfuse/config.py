@@ -59,6 +59,9 @@ class RunConfig:
     execution_cudnn_conv_algo_search: ConvAlgoSearch = "HEURISTIC"
     execution_tensorrt_fp16: bool = False
     execution_tensorrt_cache_dir: Path | None = None
+    model_variants: tuple[tuple[str, str], ...] = ()
+    """(catalog name, NAME.VARIANT): stored variants (slimfuse optimize) the pool loads in those models' place,
+    from the `--face-*-model NAME.VARIANT` options."""
     # Masks of the neural face processors (the mesh swapper keeps its own mesh mask)
     face_mask_types: tuple[MaskType, ...] = ("box", "mesh")
     face_mask_blur: float = 0.3
@@ -74,6 +77,15 @@ class RunConfig:
     frame_enhancer_tile_overlap: int = 24
     frame_enhancer_keep_scale: bool = False
     """Give the frame at the model's scale (x2, x4) instead of the input's size."""
+    # Memory and hardware
+    profile: str | None = None
+    """The --profile the options came from (slimfuse.profiles); explicit options override it."""
+    system_memory_limit: float | None = None
+    """GB (2^30 bytes): a hard cap on the process (slimfuse.memory.limit); None: no cap."""
+
+    @property
+    def system_memory_limit_bytes(self) -> int | None:
+        return None if self.system_memory_limit is None else int(self.system_memory_limit * (1 << 30))
 
     @property
     def is_video(self) -> bool:

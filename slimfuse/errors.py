@@ -110,6 +110,16 @@ class ModelInvalidError(SlimfuseError):
     problem = "model file is not a usable model (not ONNX, truncated, or not the inputs its catalog entry says)"
 
 
+class GateFailedError(SlimfuseError):
+    exit_code = 19
+    problem = "model variant did not pass its quality gate (it failed, or has not been gated yet)"
+
+
+class OptimizeError(SlimfuseError):
+    exit_code = 20
+    problem = "model could not be optimised (its conversion or quantisation failed)"
+
+
 class NoVideoStreamError(SlimfuseError):
     exit_code = 30
     problem = "no video stream in the file (an audio-only file, or not a video)"
@@ -134,6 +144,11 @@ class VideoDecodeStoppedError(InputCorruptError):
     def __init__(self, path: Path | str | None, frame_index: int, reason: str) -> None:
         self.frame_index = frame_index
         super().__init__(path, f"decoding stopped at frame {frame_index} ({reason})")
+
+
+class SystemMemoryLimitError(SlimfuseError):
+    exit_code = 40
+    problem = "ran out of memory under --system-memory-limit (no output was written)"
 
 
 class InterruptedByUser(SlimfuseError):
@@ -164,10 +179,13 @@ EXIT_CODES: dict[int, str] = {
             ImageTooLargeError,
             ProviderUnavailableError,
             ModelInvalidError,
+            GateFailedError,
+            OptimizeError,
             NoVideoStreamError,
             NoFramesError,
             CodecUnavailableError,
             VideoDecodeStoppedError,
+            SystemMemoryLimitError,
             InterruptedByUser,
         )
     },

@@ -381,3 +381,15 @@ def resize_enhancer(name: str = "real_esrgan_x2", blur: bool = False, batch: int
         [helper.make_tensor_value_info(io.outputs[0].name, TensorProto.FLOAT, [batch, 3, None, None])],
         initializers,
     )
+
+
+def zeroed_conv(model: onnx.ModelProto, index: int = 0) -> onnx.ModelProto:
+    """A copy of `model` whose `index`-th Conv has all-zero weights (a deliberately broken variant)."""
+    broken = onnx.ModelProto()
+    broken.CopyFrom(model)
+    convs = [node for node in broken.graph.node if node.op_type == "Conv"]
+    weights = {init.name: init for init in broken.graph.initializer}
+    weight = weights[convs[index].input[1]]
+    zeros = numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(weight)), weight.name)
+    weight.CopyFrom(zeros)
+    return broken

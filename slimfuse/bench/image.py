@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from slimfuse.bench.memory import peak_rss_mb
+from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
 from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from slimfuse.bench.clips import make_clip, pan
-from slimfuse.bench.memory import peak_rss_mb
+from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.bench.metrics import psnr
 from slimfuse.media.video_encoding import EncodeSettings
 from slimfuse.media.video_io import VideoReader, VideoWriter, probe

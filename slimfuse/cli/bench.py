@@ -20,10 +20,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     video.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     video.add_argument("--plot", type=Path, default=None, help="also draw frames/s per run to this PNG file")
     add_common_options(video)
+    optimize = kinds.add_parser("optimize", help="fp16 and int8 variants of the embedded models: size, latency, gate")
+    optimize.add_argument("--runs", type=int, default=50, help="runs per variant; the median is reported")
+    optimize.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    add_common_options(optimize)
     parser.set_defaults(command=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kind == "optimize":
+        from slimfuse.bench import optimize
+
+        optimize.run(runs=args.runs, json_path=args.json)
+        return 0
     if args.kind == "video":
         from slimfuse.bench import video
 

@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from fractions import Fraction
 from pathlib import Path
 
 from slimfuse.cli.common import add_common_options, make_store
+from slimfuse.cli.profile_options import add_profile_options, apply_profile
 from slimfuse.cli.progress import Progress
-from slimfuse.errors import UsageError
+from slimfuse.cli.variant_options import LANDMARKER_MODELS, ModelChoices, gate_variants, take_variants
+from slimfuse.errors import OutputUnwritableError, UsageError
 from slimfuse.media.temp_frames import FRAME_FORMATS
 from slimfuse.media.video_encoding import CONTAINERS, ENCODERS, PRESETS, EncodeSettings
+from slimfuse.memory.limit import system_memory_limit
 from slimfuse.models.store import Notify
 from slimfuse.config import RunConfig
 from slimfuse.faces.detect import BLAZEFACE_MODELS
@@ -21,11 +25,23 @@ from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
 from slimfuse.models.neural.swappers import SWAPPER_NAMES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.runtime import PROVIDERS
+from slimfuse.pipeline.report import RunReport, StageHook
 from slimfuse.processors.mask_types import MASK_TYPES, padding_from
 from slimfuse.processors.parsing import REGIONS
 from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 
 DEFAULTS = RunConfig(sources=(), target=Path(), output=Path())
+MODEL_CHOICES: dict[str, ModelChoices] = {
+    "face_swapper_model": ModelChoices(["mesh", *SWAPPER_NAMES]),
+    "face_detector_model": ModelChoices([*BLAZEFACE_MODELS, *DETECTOR_NAMES]),
+    "face_landmarker_model": ModelChoices(LANDMARKER_MODELS),
+    "face_enhancer_model": ModelChoices(["none", *ENHANCER_NAMES]),
+    "face_recognizer_model": ModelChoices(RECOGNIZERS),
+    "frame_enhancer_model": ModelChoices(["none", *FRAME_ENHANCER_NAMES]),
+    "face_occluder_model": ModelChoices(OCCLUDER_NAMES),
+    "face_parser_model": ModelChoices(PARSER_NAMES),
+}
+"""The model options' choices; each also takes CHOICE.VARIANT, a stored variant (slimfuse optimize)."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -37,7 +53,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="the image whose faces are replaced (.jpg .jpeg .png .webp .bmp)")
     parser.add_argument("-o", "--output", "--output-path", dest="output", type=Path, required=True,
                         help="where to write the result; its type follows its extension")
-    parser.add_argument("--face-swapper-model", choices=["mesh", *SWAPPER_NAMES], default=DEFAULTS.face_swapper_model,
+    parser.add_argument("--face-swapper-model", choices=MODEL_CHOICES["face_swapper_model"],
+                        default=DEFAULTS.face_swapper_model,
                         metavar="MODEL", help="mesh (embedded) or a neural swapper placed with --models-dir: "
                         + ", ".join(SWAPPER_NAMES))
     parser.add_argument("--face-selector-mode", choices=["one", "many", "reference"],
@@ -50,16 +67,22 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--reference-face-distance", type=float, default=DEFAULTS.reference_face_distance,
                         help="largest identity distance still counted as the reference person (dlib: "
                         "Euclidean; arcface: 1 - cosine similarity)")
-    parser.add_argument("--face-detector-model", choices=[*BLAZEFACE_MODELS, *DETECTOR_NAMES],
+    parser.add_argument("--face-detector-model", choices=MODEL_CHOICES["face_detector_model"],
                         default=DEFAULTS.face_detector_model, metavar="MODEL",
                         help="BlazeFace short, full or auto (both; default), or a neural detector placed with "
-                        "--models-dir: " + ", ".join(DETECTOR_NAMES))
+                        "--models-dir: " + ", ".join(DETECTOR_NAMES) + "; MODEL.VARIANT (e.g. short.fp16) runs a "
+                        "variant made with slimfuse optimize")
+    parser.add_argument("--face-landmarker-model", choices=MODEL_CHOICES["face_landmarker_model"],
+                        default="face_landmark", metavar="MODEL",
+                        help="FaceMesh (face_landmark, default) or one of its variants made with slimfuse optimize: "
+                        "face_landmark.fp16, face_landmark.int8, ...")
     parser.add_argument("--face-detector-score", type=_unit_float, default=None,
                         help="detection score threshold 0-1 (default: the model's own, 0.5 short / 0.6 full; neural 0.5)")
     parser.add_argument("--face-detector-size", type=_positive_int, default=DEFAULTS.face_detector_size,
                         help="smallest tile, in pixels, that large images are searched in for small faces")
-    parser.add_argument("--target-face-size", type=_positive_int, default=DEFAULTS.target_face_size,
-                        help="faces are processed at most at this size in pixels, then pasted back")
+    parser.add_argument("--target-face-size", type=_positive_int, default=None,
+                        help=f"faces are processed at most at this size in pixels, then pasted back "
+                        f"(default {DEFAULTS.target_face_size})")
     parser.add_argument("--keep-mouth", action=argparse.BooleanOptionalAction, default=DEFAULTS.keep_mouth,
                         help="keep the target's mouth interior (default on)")
     parser.add_argument("--keep-eyes", action=argparse.BooleanOptionalAction, default=DEFAULTS.keep_eyes,
@@ -71,12 +94,38 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_neural_options(parser)
     _add_mask_options(parser)
     _add_video_options(parser)
+    add_profile_options(parser)
     add_common_options(parser)
     parser.set_defaults(command=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    config = RunConfig(
+    config = build_config(args)
+    report = None if args.report is None else RunReport(args.report, config, _video_options(args))
+    try:
+        with system_memory_limit(config.system_memory_limit_bytes):
+            output, results = _swap(args, config, report)
+    except BaseException as error:
+        if report is not None:
+            try:
+                report.write(error=error)
+            except OSError as exc:  # the run's own error is the one to report
+                print(f"slimfuse: warning: {args.report}: cannot write the run report ({exc})", flush=True)
+        raise
+    if report is not None:
+        try:
+            report.write(output, results=results)
+        except OSError as exc:
+            raise OutputUnwritableError(args.report, f"cannot write the run report ({exc})") from exc
+    print(output)
+    return 0
+
+
+def build_config(args: argparse.Namespace) -> RunConfig:
+    """The run's settings: explicit options, then the --profile's, then the defaults."""
+    apply_profile(args, DEFAULTS)
+    variants = take_variants(args, MODEL_CHOICES)
+    return RunConfig(
         sources=tuple(args.sources),
         target=args.target,
         output=args.output,
@@ -94,22 +143,41 @@ def run(args: argparse.Namespace) -> int:
         blend=args.blend,
         execution_thread_count=args.execution_thread_count,
         models_dir=args.models_dir,
+        profile=args.profile,
+        system_memory_limit=args.system_memory_limit,
+        model_variants=variants,
         **_neural_config(args),
         **_mask_config(args),
         **_video_config(args),
     )
+
+
+def _swap(args: argparse.Namespace, config: RunConfig, report: RunReport | None) -> tuple[Path, dict[str, object]]:
+    """Run the swap; the output path and, for videos, the frame counts."""
     from slimfuse.pipeline.image import ImageSwapper  # heavy: only the swap itself needs it
 
     store = make_store(args)
-    pool = ModelPool(store, config.runtime_options())
+    gate_variants(store, config.model_variants, store.notify)
+    pool = ModelPool(store, config.runtime_options(), variants=dict(config.model_variants))
+    stage: StageHook = lambda name: None  # noqa: E731
+    if report is not None:
+        report.pool, stage = pool, report.stage
     if config.is_video:
-        return _run_video(args, config, pool, store.notify)
-    output = ImageSwapper(config, pool, store.notify).run()
-    print(output)
-    return 0
+        return _run_video(args, config, pool, store.notify, stage)
+    swapper = ImageSwapper(config, pool, store.notify)
+    stage("models")
+    return swapper.run(stage), {}
 
 
-def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, notify: Notify) -> int:
+def _video_options(args: argparse.Namespace) -> dict[str, object]:
+    """The effective video options that are not RunConfig fields, for the run report."""
+    names = ("output_video_encoder", "output_video_quality", "output_video_preset", "output_video_fps",
+             "output_video_scale", "skip_audio", "temp_frame_format", "temp_path", "keep_temp")
+    return {name: getattr(args, name) for name in names}
+
+
+def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, notify: Notify,
+               stage: StageHook) -> tuple[Path, dict[str, object]]:
     from slimfuse.pipeline.video import TempFrameOptions, VideoSwapJob
 
     if config.output.suffix.lower() not in CONTAINERS:
@@ -121,13 +189,13 @@ def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, not
     if args.temp_frame_format is not None:
         temp = TempFrameOptions(args.temp_frame_format, args.temp_path, args.keep_temp)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
-    result = VideoSwapJob(config, pool, notify, encode, progress, temp).run()
+    result = VideoSwapJob(config, pool, notify, encode, progress, temp, stage).run()
     stats = result.stats
     progress.finish(output=str(result.output), frames_written=result.frames_written,
                     frames_with_faces=stats.frames_with_faces, detections=stats.detections_run,
                     generated=stats.generated, reused=stats.reused)
-    print(result.output)
-    return 0
+    return result.output, {"frames_written": result.frames_written, "setup_seconds": round(result.setup_seconds, 4),
+                           **asdict(stats)}
 
 
 def _add_neural_options(parser: argparse.ArgumentParser) -> None:
@@ -136,29 +204,31 @@ def _add_neural_options(parser: argparse.ArgumentParser) -> None:
                         help="align at SIZE px and run the swapper on interleaved sub-images of its own size "
                         f"({', '.join(map(str, PIXEL_BOOSTS))}; a multiple of the model's size)")
     parser.add_argument("--face-enhancer-model", "--enhancer", dest="face_enhancer_model",
-                        choices=["none", *ENHANCER_NAMES], default=DEFAULTS.face_enhancer_model, metavar="MODEL",
+                        choices=MODEL_CHOICES["face_enhancer_model"], default=None, metavar="MODEL",
                         help="enhance each face after the swap: none (default) or " + ", ".join(ENHANCER_NAMES))
     parser.add_argument("--face-enhancer-blend", type=_percent, default=DEFAULTS.face_enhancer_blend,
                         help="0-100: how much of the enhanced face replaces the face")
     parser.add_argument("--face-enhancer-weight", type=_fraction, default=DEFAULTS.face_enhancer_weight,
                         help="0-1: CodeFormer's fidelity (0 favours quality, 1 the input)")
-    parser.add_argument("--face-recognizer-model", choices=RECOGNIZERS, default=DEFAULTS.face_recognizer_model,
+    parser.add_argument("--face-recognizer-model", choices=MODEL_CHOICES["face_recognizer_model"],
+                        default=DEFAULTS.face_recognizer_model, metavar="MODEL",
                         help="identity model for reference selection and the source check")
-    parser.add_argument("--frame-enhancer-model", choices=["none", *FRAME_ENHANCER_NAMES],
+    parser.add_argument("--frame-enhancer-model", choices=MODEL_CHOICES["frame_enhancer_model"],
                         default=DEFAULTS.frame_enhancer_model, metavar="MODEL",
                         help="enhance the whole frame after the faces: none (default) or "
                         + ", ".join(FRAME_ENHANCER_NAMES))
     parser.add_argument("--frame-enhancer-blend", type=_percent, default=DEFAULTS.frame_enhancer_blend,
                         help="0-100: how much of the enhanced frame replaces the frame")
-    parser.add_argument("--frame-enhancer-tile-size", type=_positive_int, default=DEFAULTS.frame_enhancer_tile_size,
-                        help="the frame enhancer's tiles, in input pixels (memory follows the tile)")
+    parser.add_argument("--frame-enhancer-tile-size", type=_positive_int, default=None,
+                        help=f"the frame enhancer's tiles, in input pixels (memory follows the tile; default "
+                        f"{DEFAULTS.frame_enhancer_tile_size})")
     parser.add_argument("--frame-enhancer-tile-overlap", type=_non_negative_int,
                         default=DEFAULTS.frame_enhancer_tile_overlap,
                         help="pixels neighbouring tiles share (more than 8, at most half a tile)")
     parser.add_argument("--frame-enhancer-keep-scale", action="store_true",
                         help="write the frame at the model's scale (x2, x4) instead of the input's size")
     parser.add_argument("--execution-provider", "--execution-providers", dest="execution_providers", nargs="+",
-                        choices=list(PROVIDERS), default=list(DEFAULTS.execution_providers), metavar="PROVIDER",
+                        choices=list(PROVIDERS), default=None, metavar="PROVIDER",
                         help="ONNX Runtime providers in priority order (" + ", ".join(PROVIDERS) + "); "
                         "the CPU is always the last resort, with a warning")
     parser.add_argument("--execution-device-id", type=int, default=DEFAULTS.execution_device_id,
@@ -212,9 +282,11 @@ def _add_mask_options(parser: argparse.ArgumentParser) -> None:
     masks.add_argument("--face-mask-padding", nargs="+", type=_percent, default=list(DEFAULTS.face_mask_padding),
                        metavar="PERCENT", help="1 to 4 values 0-100 (all; vertical horizontal; top horizontal "
                        "bottom; top right bottom left): the box mask's margin in percent of the crop")
-    masks.add_argument("--face-occluder-model", choices=OCCLUDER_NAMES, default=DEFAULTS.face_occluder_model,
+    masks.add_argument("--face-occluder-model", choices=MODEL_CHOICES["face_occluder_model"],
+                       default=DEFAULTS.face_occluder_model, metavar="MODEL",
                        help="the XSeg model of the occlusion mask")
-    masks.add_argument("--face-parser-model", choices=PARSER_NAMES, default=DEFAULTS.face_parser_model,
+    masks.add_argument("--face-parser-model", choices=MODEL_CHOICES["face_parser_model"],
+                       default=DEFAULTS.face_parser_model, metavar="MODEL",
                        help="the BiSeNet model of the region mask")
     masks.add_argument("--face-mask-regions", nargs="+", choices=list(REGIONS),
                        default=list(DEFAULTS.face_mask_regions), metavar="REGION",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slimfuse.models.neural import NEURAL_MODELS
-from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
+from slimfuse.models.spec import BOX_IOU, LANDMARK_ERROR, Conversion, ModelSpec, PackageArchive, gate
 
 MEDIAPIPE_WHEEL = PackageArchive(
     requirement="mediapipe==0.10.21",
@@ -43,6 +43,7 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         archive=MEDIAPIPE_WHEEL,
         member="mediapipe/modules/face_detection/face_detection_short_range.tflite",
         conversion=Conversion.TFLITE_TO_ONNX,
+        gate=gate(BOX_IOU, 0.9),
     ),
     ModelSpec(
         name="face_detection_full_range",
@@ -57,6 +58,7 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         archive=MEDIAPIPE_WHEEL,
         member="mediapipe/modules/face_detection/face_detection_full_range_sparse.tflite",
         conversion=Conversion.TFLITE_TO_ONNX,
+        gate=gate(BOX_IOU, 0.9),
     ),
     ModelSpec(
         name="face_landmark",
@@ -71,6 +73,7 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         archive=MEDIAPIPE_WHEEL,
         member="mediapipe/modules/face_landmark/face_landmark.tflite",
         conversion=Conversion.TFLITE_TO_ONNX,
+        gate=gate(LANDMARK_ERROR, 0.5),  # at 192 px
     ),
     ModelSpec(
         name="iris_landmark",
@@ -85,6 +88,7 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         archive=MEDIAPIPE_WHEEL,
         member="mediapipe/modules/iris_landmark/iris_landmark.tflite",
         conversion=Conversion.TFLITE_TO_ONNX,
+        gate=gate(LANDMARK_ERROR, 0.25),  # at 64 px
     ),
     ModelSpec(
         name="face_mesh_topology",

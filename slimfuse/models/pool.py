@@ -7,12 +7,16 @@ the run's ProviderReport (which execution providers were asked for and which wer
 
 A model's resident bytes are its file size (a fair proxy for an ONNX Runtime session's weights). A single model
 larger than the whole budget is loaded alone, with a warning.
+
+`variants` maps catalog names to the stored variant (NAME.VARIANT, see slimfuse.models.variants) that `session`
+loads in their place: the `--face-*-model NAME.VARIANT` options and the memory levels choose them, the store
+verifies them (sha256, origin, gate verdict) before their first load, and the callers keep asking by catalog name.
 """
 from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +27,7 @@ from slimfuse.errors import ModelInvalidError
 from slimfuse.models.runtime import ModelLoadError, ProviderReport, RuntimeOptions, check_requested, create_session
 from slimfuse.models.store import Notify, Store
 from slimfuse.models.validate import describe, input_mismatch, session_inputs
+from slimfuse.models.variants import split_name
 
 T = TypeVar("T")
 
@@ -48,8 +53,10 @@ class _Entry:
 
 class ModelPool:
     def __init__(self, store: Store, runtime: RuntimeOptions = RuntimeOptions(), budget_bytes: int | None = None,
-                 notify: Notify | None = None) -> None:
+                 notify: Notify | None = None, variants: Mapping[str, str] | None = None) -> None:
         self.store = store
+        self.variants: dict[str, str] = dict(variants or {})
+        """Catalog name -> the variant (NAME.VARIANT) loaded in its place."""
         self.runtime = runtime
         self.budget_bytes = budget_bytes
         self.notify: Notify = notify if notify is not None else store.notify
@@ -66,8 +73,10 @@ class ModelPool:
         check_requested(runtime, self.provider_report, self.notify)
 
     def session(self, name: str) -> ort.InferenceSession:
-        """The ONNX Runtime session of catalog model `name`, checked against its catalog entry on load."""
-        return self.get(name, lambda path: self._load_session(name, path))
+        """The ONNX Runtime session of catalog model `name` (or of the variant chosen for it), checked against its
+        catalog entry on load."""
+        chosen = self.variants.get(name, name)
+        return self.get(chosen, lambda path: self._load_session(chosen, path))
 
     def get(self, name: str, load: Callable[[Path], T], key: str | None = None, nbytes: int | None = None) -> T:
         """The loaded model `name`, loading it with `load(verified_path)` if it is not resident.
@@ -107,8 +116,9 @@ class ModelPool:
 
     def release(self, name: str) -> bool:
         """Drop model `name` (and anything held under keys read from it); True if something was held."""
+        names = {name, self.variants.get(name, name)}
         with self._cond:
-            keys = [key for key in self._entries if key == name or key.startswith(f"{name}#")]
+            keys = [key for key in self._entries if key.partition("#")[0] in names]
             for key in keys:
                 del self._entries[key]
             self._releases += len(keys)
@@ -135,14 +145,15 @@ class ModelPool:
             )
 
     def _load_session(self, name: str, path: Path) -> ort.InferenceSession:
-        spec = self.store.catalog.get(name)
+        base, variant = split_name(name, self.store.catalog.names())
+        spec = self.store.catalog.get(base)
         try:
             session = create_session(path, self.runtime, self.provider_report, self.notify, name)
         except ModelLoadError as exc:
             expected = f"an ONNX model with inputs {describe(spec.io.inputs)}" if spec.io else "an ONNX model"
             problem = (f"expected {expected}, found a file ONNX Runtime cannot load "
                        f"({path.stat().st_size} bytes; {exc.reason})")
-            if spec.sha256 is not None:  # a pinned, verified file: the runtime, not the file, is at fault
+            if spec.sha256 is not None or variant is not None:  # a verified file: the runtime is at fault
                 raise ModelInvalidError(path, f"model {name}: {problem}") from exc
             self.store.reject(name, path, problem)
         if spec.io is not None:

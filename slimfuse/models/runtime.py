@@ -17,6 +17,7 @@ from typing import Any, Literal
 import onnxruntime as ort
 
 from slimfuse.errors import ProviderUnavailableError
+from slimfuse.memory.limit import is_allocation_failure
 
 Notify = Callable[[str], None]
 
@@ -245,14 +246,20 @@ def create_session(path: Path, options: RuntimeOptions, report: ProviderReport |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ORT warns in Python about providers it lacks; we report those ourselves
         try:
-            session = ort.InferenceSession(str(path), sess_options=settings, providers=provider_chain(usable, options))
+            # enable_fallback=0: ORT's own retry prints a banner on stdout; the CPU retry below reports the reason.
+            session = ort.InferenceSession(str(path), sess_options=settings, providers=provider_chain(usable, options),
+                                           enable_fallback=0)
         except Exception as exc:  # noqa: BLE001 - ORT raises many types; sort them out below
+            if is_allocation_failure(exc):  # out of memory, not a bad file: never reject the file for it
+                raise MemoryError(_first_line(exc)) from exc
             if all(name == "cpu" for name in usable):
                 raise ModelLoadError(_first_line(exc)) from exc
             try:  # a GPU provider may fail hard; does the file load on the CPU?
                 session = ort.InferenceSession(str(path), sess_options=session_options(options),
-                                               providers=provider_chain(("cpu",), options))
+                                               providers=provider_chain(("cpu",), options), enable_fallback=0)
             except Exception as cpu_exc:  # noqa: BLE001
+                if is_allocation_failure(cpu_exc):
+                    raise MemoryError(_first_line(cpu_exc)) from cpu_exc
                 raise ModelLoadError(_first_line(cpu_exc)) from cpu_exc
             for name in usable:
                 if name != "cpu":

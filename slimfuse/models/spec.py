@@ -50,6 +50,48 @@ class ModelIO:
     """The values of the image output that stand for black and white: RGB/255 = (y - low) / (high - low)."""
 
 
+LANDMARK_ERROR = "landmark_error_px"
+"""Mean distance in pixels at the model's crop size between the variant's and the original's landmarks."""
+BOX_IOU = "box_iou"
+"""Mean over the original's detections of the best IoU with a variant's detection (a missed face counts 0)."""
+COSINE = "cosine_similarity"
+"""Mean cosine similarity of the variant's and the original's output vectors."""
+PSNR = "psnr_db"
+"""Mean PSNR in dB of the variant's generated image against the original's (SSIM and identity distance beside)."""
+METRICS: dict[str, bool] = {LANDMARK_ERROR: False, BOX_IOU: True, COSINE: True, PSNR: True}
+"""Each quality-gate metric and whether higher is better."""
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The quality gate a reduced-precision or quantised variant of a model must pass against the original."""
+
+    metric: str
+    threshold: float
+    higher_is_better: bool
+
+    def passes(self, value: float) -> bool:
+        """False for NaN: a variant whose metric cannot be measured does not pass."""
+        return value >= self.threshold if self.higher_is_better else value <= self.threshold
+
+
+def gate(metric: str, threshold: float) -> GateSpec:
+    return GateSpec(metric, threshold, METRICS[metric])
+
+
+KIND_GATES: dict[str, GateSpec] = {
+    "landmarker": gate(LANDMARK_ERROR, 0.5),
+    "detector": gate(BOX_IOU, 0.9),
+    "recognizer": gate(COSINE, 0.99),
+    "embedding_converter": gate(COSINE, 0.99),
+    "swapper": gate(PSNR, 35.0),
+    "enhancer": gate(PSNR, 35.0),
+    "frame_enhancer": gate(PSNR, 35.0),
+    "occluder": gate(PSNR, 35.0),
+}
+"""The gate of each kind of ONNX model, unless its catalog entry sets its own."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -71,3 +113,5 @@ class ModelSpec:
     conversion: Conversion = Conversion.COPY
     io: ModelIO | None = None
     """For neural models: how to call them."""
+    gate: GateSpec | None = None
+    """The quality gate of this model's optimised variants (None: it has none; not an ONNX model)."""

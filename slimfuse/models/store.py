@@ -30,10 +30,12 @@ from typing import NoReturn
 
 import platformdirs
 
-from slimfuse.errors import ModelCorruptError, ModelInvalidError, ModelUnavailableError, SlimfuseError
+from slimfuse.errors import GateFailedError, ModelCorruptError, ModelInvalidError, ModelUnavailableError, SlimfuseError
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
 from slimfuse.models.download import SourceFailed, resumable_download
+from slimfuse.models.variants import (FLAGS, PASS, VARIANTS, VariantRecord, read_record, sidecar_path, split_name,
+                                     variant_filename, variant_problem)
 
 Notify = Callable[[str], None]
 RECORD_FILE = "recorded_sha256.json"
@@ -96,7 +98,10 @@ class Store:
         return self.model_dir / spec.filename
 
     def path(self, name: str) -> Path:
-        """The verified file of model `name`, fetched first if it is missing or corrupt."""
+        """The verified file of model `name`, fetched first if it is missing or corrupt; for a variant
+        (NAME.VARIANT), its stored file, verified (see `variant_path`)."""
+        if name not in self.catalog.names():
+            return self.variant_path(name)
         spec = self.catalog.get(name)
         if spec.sha256 is None:
             return self._trusted_path(spec)
@@ -134,6 +139,57 @@ class Store:
         return ModelStatus(spec=spec, path=target, present=present, verified=verified,
                            pinning=TRUST_ON_FIRST_USE, recorded=recorded)
 
+    # Variants (slimfuse optimize) ----------------------------------------------------------------------------
+
+    def variant_location(self, name: str) -> Path:
+        """Where variant NAME.VARIANT is (or would be) stored: beside the original in the model folder."""
+        base, variant = split_name(name, self.catalog.names())
+        if variant is None:
+            raise KeyError(name)
+        return self.model_dir / variant_filename(self.catalog.get(base).filename, variant)
+
+    def variant_path(self, name: str) -> Path:
+        """The file of variant NAME.VARIANT, checked before its first load in this process: its sha256 against its
+        sidecar, the original it was made from against the store's, and its gate verdict (it must have passed)."""
+        base, variant = split_name(name, self.catalog.names())
+        target = self.variant_location(name)
+        if target in self._verified and target.is_file():
+            return target
+        remake = f"'slimfuse optimize {base} {FLAGS.get(variant or '', '')} --gate'"
+        if not target.is_file():
+            raise ModelUnavailableError(target, f"variant {name} is not stored; make it with {remake}")
+        record = read_record(target)
+        spec = self.catalog.get(base)
+        problem = variant_problem(record, sha256_file(target), spec.sha256 or self.recorded(base))
+        if problem is not None:
+            raise ModelCorruptError(target, f"variant {name}: {problem}")
+        assert record is not None
+        if record.verdict != PASS:
+            raise GateFailedError(target, f"variant {name} {_verdict_words(record)}; it is not used "
+                                  f"(make and gate it with {remake})")
+        self._verified.add(target)
+        return target
+
+    def put_variant(self, path: Path, data: bytes | None, record: VariantRecord) -> Path:
+        """Write a variant file (unless `data` is None: only its sidecar changes) and then its sidecar, each
+        atomically (a variant file outside the store, beside a file given by path, too)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._verified.discard(path)
+        if data is not None:
+            _write_atomic(path, data)
+        _write_atomic(sidecar_path(path), record.to_json().encode("utf-8"))
+        return path
+
+    def variants(self) -> list[tuple[str, Path, VariantRecord | None]]:
+        """Every stored variant file (catalog order, then variant order): its name, path and sidecar."""
+        found = []
+        for spec in self.catalog.models:
+            for variant in VARIANTS:
+                path = self.model_dir / variant_filename(spec.filename, variant)
+                if path.is_file():
+                    found.append((f"{spec.name}.{variant}", path, read_record(path)))
+        return found
+
     # Trust on first use -------------------------------------------------------------------------------------
 
     def recorded(self, name: str) -> str | None:
@@ -146,12 +202,13 @@ class Store:
                error: type[SlimfuseError] = ModelInvalidError) -> NoReturn:
         """Move a bad model file aside (NAME.rejected-<n> beside it), forget its hash if it was the one recorded,
         and raise `error` with one line naming the model, the file and `problem` (what was expected and found)."""
-        spec = self.catalog.get(name)
+        base, _ = split_name(name, self.catalog.names())
+        spec = self.catalog.get(base)
         digest = self._digests.pop(path, None)
         if digest is None and path.is_file():
             digest = sha256_file(path)
         self._verified.discard(path)
-        if spec.sha256 is None and digest is not None:
+        if spec.sha256 is None and digest is not None and base == name:
             with self._records_lock:
                 records = self._read_records()
                 entry = records.get(name)
@@ -322,6 +379,13 @@ class Store:
                 if hashlib.sha256(data).hexdigest() != spec.source_sha256:
                     raise SourceFailed(f"{member} inside {downloaded.name} failed sha256 verification")
                 _write_atomic(self.source_dir / spec.source_name, data)
+
+
+def _verdict_words(record: VariantRecord) -> str:
+    if record.gate is None:
+        return "has not been gated"
+    return (f"failed its quality gate ({record.gate.get('metric')} {record.gate.get('value')}, "
+            f"threshold {record.gate.get('threshold')}; stored with --force)")
 
 
 def _write_atomic(destination: Path, data: bytes) -> None:

@@ -21,6 +21,7 @@ from slimfuse.media.image_io import LoadedImage, check_output_path, compose_outp
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
+from slimfuse.pipeline.report import StageHook
 from slimfuse.processors.base import FaceProcessor, SourcePhoto
 from slimfuse.processors.blend import paste_back
 from slimfuse.processors.enhance import EnhanceProcessor
@@ -112,17 +113,21 @@ class ImageSwapper:
         model = self.config.frame_enhancer_model
         return FrameEnhancer(self.pool.session(model), SCALES[model], self.frame_enhance).enhance(frame)
 
-    def run(self) -> Path:
+    def run(self, stage: StageHook | None = None) -> Path:
         config = self.config
+        mark = stage or (lambda name: None)
         check_output_path(config.output)
         refuse_overwriting_inputs(config)
         prepared = self.prepare_sources()
+        mark("sources")
         target = read_image(config.target)
         faces = self.select(target.rgb, self.analyser.faces(target.rgb))
         if not faces:
             raise NoTargetFaceError(config.target)
         result = self.finish_frame(self.swap_frame(target.rgb.copy(), faces, prepared))
+        mark("processing")
         write_image_atomic(compose_output(scaled_like(target, result), result), config.output, target.icc_profile)
+        mark("write")
         return config.output
 
 

@@ -27,6 +27,7 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
 from slimfuse.pipeline.frames import FrameStats, FrameSwapper, Target
 from slimfuse.pipeline.image import ImageSwapper, refuse_overwriting_inputs
+from slimfuse.pipeline.report import StageHook
 from slimfuse.pipeline.reuse import ReuseOptions
 
 # Frames waiting between stages: enough to keep both cores busy, few enough that memory stays small.
@@ -72,8 +73,9 @@ def reuse_options(config: RunConfig) -> ReuseOptions:
 
 class VideoSwapJob:
     def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
-                 progress: Progress, temp: TempFrameOptions | None = None) -> None:
+                 progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None) -> None:
         self.config = config
+        self.stage: StageHook = stage or (lambda name: None)
         self.pool = pool
         self.notify = notify
         self.encode = encode
@@ -90,7 +92,10 @@ class VideoSwapJob:
             scale = SCALES[config.frame_enhancer_model]  # frames come out of the enhancer this much larger
             written = replace(info, width=info.width * scale, height=info.height * scale)
         start, end = config.trim_frame_start, config.trim_frame_end
-        frames = FrameSwapper(ImageSwapper(self.config, self.pool, self.notify), config, reuse_options(config))
+        swapper = ImageSwapper(self.config, self.pool, self.notify)
+        self.stage("models")
+        frames = FrameSwapper(swapper, config, reuse_options(config))
+        self.stage("sources")
         if self.progress.total is None and info.frame_count is not None:
             self.progress.total = (end if end is not None else info.frame_count) - start
         writer = VideoWriter(config.output, written, self.encode, trim_start=start, trim_end=end,
@@ -106,6 +111,8 @@ class VideoSwapJob:
                 except VideoDecodeStoppedError as error:
                     self._keep_partial(writer, error)
                     raise
+            self.stage("processing")
+        self.stage("write")
         return VideoResult(config.output, info, writer.frames_written, frames.stats(), setup_seconds)
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:

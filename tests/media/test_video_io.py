@@ -471,7 +471,7 @@ def test_keep_temp_keeps_the_frames(tmp_path: Path, grace_hopper: np.ndarray) ->
 CHILD = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from slimfuse.bench.memory import peak_rss_mb
+    from slimfuse.memory.probe import peak_rss_mb
     from slimfuse.media.video_io import EncodeSettings, VideoReader, VideoWriter, probe
     source, target = Path(sys.argv[1]), Path(sys.argv[2])
     info = probe(source)

@@ -121,7 +121,7 @@ def test_ctrl_c_leaves_no_output_and_no_temp_files(tmp_path: Path, grace_hopper:
 MEMORY_CHILD = """
 import sys
 from pathlib import Path
-from slimfuse.bench.memory import peak_rss_mb
+from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.cli.main import main
 code = main(["swap", "-s", sys.argv[1], "-t", sys.argv[2], "-o", sys.argv[3], "--quiet"])
 print(code, peak_rss_mb())

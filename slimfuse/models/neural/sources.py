@@ -7,7 +7,7 @@ store records the hash of the first file it fetches or is given and verifies eve
 """
 from __future__ import annotations
 
-from slimfuse.models.spec import ModelIO, ModelSpec
+from slimfuse.models.spec import KIND_GATES, ModelIO, ModelSpec
 
 GITHUB_RELEASES = "https://github.com/facefusion/facefusion-assets/releases/download"
 HUGGING_FACE = "https://huggingface.co/facefusion"
@@ -34,4 +34,5 @@ def neural_spec(name: str, kind: str, licence: str, description: str, release: s
         source_sha256=None,
         urls=facefusion_urls(release, filename),
         io=io,
+        gate=KIND_GATES.get(kind),
     )

@@ -1,0 +1,91 @@
+"""`--face-*-model NAME.VARIANT`: the swap's model options also take a stored variant of the model they name.
+
+`--face-landmarker-model face_landmark.fp16`, `--face-detector-model short.int8` (both BlazeFace models for
+`auto.fp16`), `--face-swapper-model inswapper_128.fp16`, ...: the option keeps its plain value (the run's code
+asks for models by catalog name) and the pool loads the variant in the model's place, once the store has checked
+it (sha256, the original it was made from, and a passed quality gate).
+"""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from slimfuse.errors import UsageError
+from slimfuse.faces.detect import BLAZEFACE_MODELS, SPECS, FaceDetector
+from slimfuse.models.store import Notify, Store
+from slimfuse.models.variants import VARIANTS
+
+LANDMARKER_MODELS: tuple[str, ...] = ("face_landmark",)
+NOT_MODELS = frozenset({"mesh", "none", "dlib"})
+"""Choices that name no ONNX model (the mesh swapper, no enhancer, dlib's recogniser): they have no variants."""
+
+MODEL_OPTIONS: tuple[str, ...] = (
+    "face_detector_model", "face_landmarker_model", "face_swapper_model", "face_enhancer_model",
+    "face_recognizer_model", "frame_enhancer_model", "face_occluder_model", "face_parser_model",
+)
+"""The swap's options (argparse dests) that name a model and so may name one of its variants."""
+
+
+def split_choice(value: str, choices: Sequence[str]) -> tuple[str, str | None]:
+    """("short", "fp16") for "short.fp16"; (value, None) for a plain choice; ValueError otherwise (choices may hold
+    dots themselves, gfpgan_1.4, so the variant is what follows the last one)."""
+    plain = list(choices)  # a plain list: ModelChoices' own `in` takes variants too
+    if value in plain:
+        return value, None
+    base, dot, variant = value.rpartition(".")
+    if dot and base in plain and base not in NOT_MODELS and variant in VARIANTS:
+        return base, variant
+    raise ValueError(value)
+
+
+class ModelChoices(list[str]):
+    """An option's choices (argparse lists and checks them): the plain choices, and CHOICE.VARIANT for each."""
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, str):
+            return False
+        try:
+            split_choice(value, list(self))
+        except ValueError:
+            return False
+        return True
+
+
+def catalog_models(option: str, choice: str) -> tuple[str, ...]:
+    """The catalog models an option's choice runs (BlazeFace's short / full / auto stand for one or two)."""
+    if choice in NOT_MODELS:
+        return ()
+    if option == "face_detector_model" and choice in BLAZEFACE_MODELS:
+        return tuple(SPECS[key].model for key in FaceDetector.models_for(choice))
+    return (choice,)
+
+
+def take_variants(args: argparse.Namespace, choices: dict[str, Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    """Strip `.VARIANT` from the model options in `args` (in place) and return (catalog name, NAME.VARIANT) pairs
+    for the pool."""
+    chosen: dict[str, str] = {}
+    for option in MODEL_OPTIONS:
+        value = getattr(args, option, None)
+        if not isinstance(value, str) or option not in choices:
+            continue
+        try:
+            base, variant = split_choice(value, choices[option])
+        except ValueError:
+            raise UsageError(detail=f"--{option.replace('_', '-')}: invalid choice {value!r}") from None
+        setattr(args, option, base)
+        if variant is not None:
+            for model in catalog_models(option, base):
+                chosen[model] = f"{model}.{variant}"
+    return tuple(sorted(chosen.items()))
+
+
+def gate_variants(store: Store, variants: Sequence[tuple[str, str]], notify: Notify) -> None:
+    """Gate, before the run, the chosen variants that were stored without their gate (the store then refuses
+    one that fails, or any it cannot verify, when the pool loads it)."""
+    if not variants:
+        return
+    from slimfuse.optimize.build import Workshop, ensure_gated
+
+    shop = Workshop(store, notify)
+    for _, name in variants:
+        ensure_gated(store, name, notify, shop)

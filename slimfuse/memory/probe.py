@@ -1,0 +1,140 @@
+"""What memory and hardware there is: the process tree's RSS now and at peak, RAM and cores, and GPUs through NVML.
+
+Each probe is a small function returning a frozen dataclass. NVML (the `pynvml` module of nvidia-ml-py) is imported
+only when asked for and is optional: without it, or without an NVIDIA driver, `gpus()` returns None.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class ProcessMemory:
+    rss_bytes: int
+    """This process now."""
+    tree_rss_bytes: int
+    """This process and all its children now (an encoder or a helper process counts too)."""
+    peak_rss_bytes: int
+    """This process's own peak (since it started, or since `reset_peak_rss`)."""
+
+
+@dataclass(frozen=True)
+class SystemMemory:
+    total_bytes: int
+    available_bytes: int
+    logical_cores: int
+    physical_cores: int
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str
+    total_bytes: int
+    free_bytes: int
+    used_bytes: int
+
+
+def peak_rss_bytes() -> int:
+    """This process's own peak resident set size.
+
+    Linux's /proc VmHWM is per address space; getrusage's ru_maxrss survives exec, so a child started from a
+    large parent would report the parent's peak instead of its own."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss if platform.system() == "Darwin" else maxrss * 1024  # macOS counts bytes, Linux kB
+
+
+def peak_rss_mb() -> float:
+    return peak_rss_bytes() / MB
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak (Linux: VmHWM is reset by writing 5 to clear_refs), so a stage's own peak can be read;
+    False where the platform cannot (the peak then stays the peak since the start)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def process_memory() -> ProcessMemory:
+    me = psutil.Process()
+    rss = me.memory_info().rss
+    tree = rss
+    for child in me.children(recursive=True):
+        try:
+            tree += child.memory_info().rss
+        except psutil.Error:  # the child ended between listing and asking
+            continue
+    return ProcessMemory(rss_bytes=rss, tree_rss_bytes=tree, peak_rss_bytes=max(peak_rss_bytes(), rss))
+
+
+def system_memory() -> SystemMemory:
+    memory = psutil.virtual_memory()
+    logical = psutil.cpu_count(logical=True) or os.cpu_count() or 1
+    return SystemMemory(total_bytes=memory.total, available_bytes=memory.available, logical_cores=logical,
+                        physical_cores=psutil.cpu_count(logical=False) or logical)
+
+
+def load_nvml() -> Any | None:
+    """The pynvml module (from nvidia-ml-py), or None when it is not installed."""
+    try:
+        return importlib.import_module("pynvml")
+    except ImportError:
+        return None
+
+
+def gpus(nvml: Any | None = None) -> tuple[GpuInfo, ...] | None:
+    """The NVIDIA GPUs NVML sees, or None when NVML is absent or cannot start (no driver). `nvml` is the pynvml
+    module, or an object with the same functions (tests inject one)."""
+    nvml = nvml if nvml is not None else load_nvml()
+    if nvml is None:
+        return None
+    try:
+        nvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - NVMLError and friends: no usable driver
+        return None
+    try:
+        found = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            name = nvml.nvmlDeviceGetName(handle)
+            memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+            found.append(GpuInfo(index=index, name=name.decode() if isinstance(name, bytes) else str(name),
+                                 total_bytes=int(memory.total), free_bytes=int(memory.free),
+                                 used_bytes=int(memory.used)))
+        return tuple(found)
+    except Exception:  # noqa: BLE001 - a driver that answers nvmlInit but not the queries
+        return None
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def is_jetson(root: Path = Path("/")) -> bool:
+    """An NVIDIA Jetson board (L4T): its release file, or the device tree's model name, says so."""
+    if (root / "etc/nv_tegra_release").exists():
+        return True
+    model = root / "proc/device-tree/model"
+    try:
+        return "jetson" in model.read_bytes().decode(errors="replace").lower()
+    except OSError:
+        return False

@@ -1,0 +1,81 @@
+"""--report run.json: what a run did, written atomically at its end (or on error, with the error).
+
+Stages are marked by the pipelines (models, sources, processing, write); each records its time, the process's RSS
+(and the tree's, children included), its own peak RSS (Linux: the peak is reset at each mark; elsewhere it is the
+peak so far, flagged by `peak_per_stage`), and the models the pool holds then."""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from slimfuse.config import RunConfig
+from slimfuse.errors import InterruptedByUser, SlimfuseError
+from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import _write_atomic
+
+# Called with a stage's name when it ends (models, sources, processing, write).
+StageHook = Callable[[str], None]
+
+
+class RunReport:
+    def __init__(self, path: Path, config: RunConfig, options: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.config = config
+        self.options = options or {}
+        """Effective options that are not RunConfig fields (video encoding, temp frames)."""
+        self.pool: ModelPool | None = None
+        self._stages: list[dict[str, Any]] = []
+        self._started = self._last = time.perf_counter()
+        self._peak_per_stage = reset_peak_rss()
+
+    def stage(self, name: str) -> None:
+        """Mark the end of stage `name`: its time, memory and the models resident now."""
+        now = time.perf_counter()
+        memory = process_memory()
+        entry: dict[str, Any] = {
+            "stage": name, "seconds": round(now - self._last, 4), "at_seconds": round(now - self._started, 4),
+            "rss_mb": round(memory.rss_bytes / MB, 1), "tree_rss_mb": round(memory.tree_rss_bytes / MB, 1),
+            "peak_rss_mb": round(memory.peak_rss_bytes / MB, 1)}
+        if self.pool is not None:
+            stats = self.pool.stats()
+            entry.update(resident=list(stats.resident), resident_mb=round(stats.resident_bytes / MB, 1),
+                         loads=stats.loads, evictions=stats.evictions)
+        self._stages.append(entry)
+        self._last = now
+        self._peak_per_stage = reset_peak_rss() and self._peak_per_stage
+
+    def write(self, output: Path | None = None, error: BaseException | None = None,
+              results: dict[str, Any] | None = None) -> None:
+        config = self.config
+        report: dict[str, Any] = {
+            "ok": error is None,
+            "inputs": {"sources": [str(p) for p in config.sources], "target": str(config.target),
+                       "reference_face_image": None if config.reference_face_image is None
+                       else str(config.reference_face_image)},
+            "output": None if output is None else str(output),
+            "config": {**asdict(config), **self.options},
+            "providers": None if self.pool is None else self.pool.provider_report.to_dict(),
+            "pool": None if self.pool is None else asdict(self.pool.stats()),
+            "stages": self._stages,
+            "peak_per_stage": self._peak_per_stage,
+            "peak_rss_mb": max((stage["peak_rss_mb"] for stage in self._stages), default=None),
+            "seconds": round(time.perf_counter() - self._started, 4),
+            "results": results or {},
+            "error": None if error is None else _describe(error),
+        }
+        text = json.dumps(report, indent=2, default=str)
+        _write_atomic(self.path, text.encode("utf-8"))
+
+
+def _describe(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, SlimfuseError):
+        return {"type": type(error).__name__, "exit_code": error.exit_code, "message": error.message}
+    if isinstance(error, KeyboardInterrupt):
+        return {"type": "KeyboardInterrupt", "exit_code": InterruptedByUser.exit_code, "message": "interrupted"}
+    lines = str(error).strip().splitlines() or [type(error).__name__]
+    return {"type": type(error).__name__, "exit_code": 1, "message": lines[0]}

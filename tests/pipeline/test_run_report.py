@@ -1,0 +1,64 @@
+"""--report run.json: options after profile and flags, providers used, the pool's work, memory and time per
+stage, for an image and a video run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slimfuse.bench.clips import make_clip, pan
+from slimfuse.cli.main import main
+
+
+def _report(path: Path) -> dict:  # type: ignore[type-arg]
+    report = json.loads(path.read_text())
+    assert not list(path.parent.glob(f".{path.name}.*"))  # written atomically: no temporary left behind
+    return report
+
+
+def _check_common(report: dict, output: Path) -> None:  # type: ignore[type-arg]
+    assert report["ok"] and report["error"] is None and report["output"] == str(output)
+    assert report["config"]["profile"] == "cpu" and report["config"]["target_face_size"] == 400  # flag over profile
+    assert report["config"]["frame_enhancer_tile_size"] == 128  # from the profile
+    assert report["providers"]["used"]["face_landmark"] == ["cpu"] and report["providers"]["problems"] == []
+    assert report["pool"]["loads"] >= 2 and "face_landmark" in report["pool"]["resident"]
+    stages = [stage["stage"] for stage in report["stages"]]
+    assert stages == ["models", "sources", "processing", "write"]
+    for stage in report["stages"]:
+        assert stage["seconds"] >= 0 and 0 < stage["rss_mb"] <= stage["tree_rss_mb"] and stage["peak_rss_mb"] > 0
+    assert report["stages"][-1]["resident"] and report["peak_rss_mb"] >= report["stages"][0]["peak_rss_mb"]
+
+
+def test_image_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, astronaut_path: Path,
+                      grace_hopper_path: Path) -> None:
+    output, path = tmp_path / "out.jpg", tmp_path / "run.json"
+    assert main(["swap", "-s", str(astronaut_path), "-t", str(grace_hopper_path), "-o", str(output),
+                 "--profile", "cpu", "--target-face-size", "400", "--report", str(path)]) == 0
+    report = _report(path)
+    _check_common(report, output)
+    assert report["inputs"]["sources"] == [str(astronaut_path)] and report["inputs"]["target"] == str(grace_hopper_path)
+
+
+def test_video_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, astronaut_path: Path,
+                      grace_hopper: np.ndarray) -> None:
+    clip = make_clip(tmp_path / "pan.mp4", pan(grace_hopper, (640, 360), 12), fps=25)
+    output, path = tmp_path / "out.mp4", tmp_path / "run.json"
+    assert main(["swap", "-s", str(astronaut_path), "-t", str(clip), "-o", str(output), "--profile", "cpu",
+                 "--target-face-size", "400", "--report", str(path), "--quiet"]) == 0
+    report = _report(path)
+    _check_common(report, output)
+    results = report["results"]
+    assert results["frames_written"] == 12 and results["frames"] == 12 and results["detections_run"] >= 1
+    assert results["generated"] + results["reused"] == results["frames_with_faces"] == 12
+    assert report["config"]["output_video_quality"] == 80 and report["config"]["temp_frame_format"] is None
+
+
+def test_report_on_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, grace_hopper_path: Path) -> None:
+    output, path = tmp_path / "out.jpg", tmp_path / "run.json"
+    code = main(["swap", "-s", str(tmp_path / "absent.jpg"), "-t", str(grace_hopper_path), "-o", str(output),
+                 "--report", str(path)])
+    report = _report(path)
+    assert code == 3 and not report["ok"] and report["error"]["exit_code"] == 3 and "absent.jpg" in report["error"]["message"]
+    assert report["output"] is None and not output.exists()
