@@ -82,6 +82,13 @@ class RunConfig:
     """The --profile the options came from (slimfuse.profiles); explicit options override it."""
     system_memory_limit: float | None = None
     """GB (2^30 bytes): a hard cap on the process (slimfuse.memory.limit); None: no cap."""
+    memory_budget: float | None = None
+    """MB (2^20 bytes) the run plans within (slimfuse.memory.plan): process RSS on the CPU provider, device memory
+    on a GPU provider; None: no plan limits."""
+
+    @property
+    def memory_budget_bytes(self) -> int | None:
+        return None if self.memory_budget is None else int(self.memory_budget * (1 << 20))
 
     @property
     def system_memory_limit_bytes(self) -> int | None:

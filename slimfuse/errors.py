@@ -151,6 +151,11 @@ class SystemMemoryLimitError(SlimfuseError):
     problem = "ran out of memory under --system-memory-limit (no output was written)"
 
 
+class MemoryBudgetError(SlimfuseError):
+    exit_code = 41
+    problem = "the job cannot fit in --memory-budget (nothing was done; the message says the smallest budget)"
+
+
 class InterruptedByUser(SlimfuseError):
     exit_code = 130
     problem = "interrupted"
@@ -186,6 +191,7 @@ EXIT_CODES: dict[int, str] = {
             CodecUnavailableError,
             VideoDecodeStoppedError,
             SystemMemoryLimitError,
+            MemoryBudgetError,
             InterruptedByUser,
         )
     },

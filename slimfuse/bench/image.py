@@ -88,7 +88,7 @@ def measure_target(name: str, runs: int) -> TargetResult:
         swapper = ImageSwapper(config, pool, store.notify)
         model_load_ms = (time.perf_counter() - start) * 1000
 
-        prepared = swapper.prepare_sources()
+        prepared = swapper.prepare_sources(keep_identity=True)
         loaded = read_image(target_path)
         frame = loaded.rgb
         detector = FaceDetector({key: pool.session(spec.model) for key, spec in SPECS.items()}, DetectorOptions())

@@ -13,7 +13,9 @@ from slimfuse.cli.variant_options import LANDMARKER_MODELS, ModelChoices, gate_v
 from slimfuse.errors import OutputUnwritableError, UsageError
 from slimfuse.media.temp_frames import FRAME_FORMATS
 from slimfuse.media.video_encoding import CONTAINERS, ENCODERS, PRESETS, EncodeSettings
+from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.memory.limit import system_memory_limit
+from slimfuse.memory.plan import MemoryPlan
 from slimfuse.models.store import Notify
 from slimfuse.config import RunConfig
 from slimfuse.faces.detect import BLAZEFACE_MODELS
@@ -145,6 +147,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         models_dir=args.models_dir,
         profile=args.profile,
         system_memory_limit=args.system_memory_limit,
+        memory_budget=args.memory_budget,
         model_variants=variants,
         **_neural_config(args),
         **_mask_config(args),
@@ -155,16 +158,22 @@ def build_config(args: argparse.Namespace) -> RunConfig:
 def _swap(args: argparse.Namespace, config: RunConfig, report: RunReport | None) -> tuple[Path, dict[str, object]]:
     """Run the swap; the output path and, for videos, the frame counts."""
     from slimfuse.pipeline.image import ImageSwapper  # heavy: only the swap itself needs it
+    from slimfuse.pipeline.run_memory import plan_run
 
     store = make_store(args)
+    plan = plan_run(config, store)  # refuses a budget the job cannot fit in, before any work
+    if report is not None:
+        report.plan = plan
     gate_variants(store, config.model_variants, store.notify)
-    pool = ModelPool(store, config.runtime_options(), variants=dict(config.model_variants))
+    pool = ModelPool(store, config.runtime_options(), budget_bytes=plan.pool_budget_bytes,
+                     variants=dict(config.model_variants))
+    batcher = AdaptiveBatcher(pool, plan.batch_sizes(), plan.batch_size, store.notify)
     stage: StageHook = lambda name: None  # noqa: E731
     if report is not None:
-        report.pool, stage = pool, report.stage
+        report.pool, report.batcher, stage = pool, batcher, report.stage
     if config.is_video:
-        return _run_video(args, config, pool, store.notify, stage)
-    swapper = ImageSwapper(config, pool, store.notify)
+        return _run_video(args, config, pool, store.notify, stage, batcher, plan)
+    swapper = ImageSwapper(config, pool, store.notify, batcher)
     stage("models")
     return swapper.run(stage), {}
 
@@ -176,8 +185,8 @@ def _video_options(args: argparse.Namespace) -> dict[str, object]:
     return {name: getattr(args, name) for name in names}
 
 
-def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, notify: Notify,
-               stage: StageHook) -> tuple[Path, dict[str, object]]:
+def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, notify: Notify, stage: StageHook,
+               batcher: AdaptiveBatcher, plan: MemoryPlan) -> tuple[Path, dict[str, object]]:
     from slimfuse.pipeline.video import TempFrameOptions, VideoSwapJob
 
     if config.output.suffix.lower() not in CONTAINERS:
@@ -189,7 +198,7 @@ def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, not
     if args.temp_frame_format is not None:
         temp = TempFrameOptions(args.temp_frame_format, args.temp_path, args.keep_temp)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
-    result = VideoSwapJob(config, pool, notify, encode, progress, temp, stage).run()
+    result = VideoSwapJob(config, pool, notify, encode, progress, temp, stage, batcher, plan.queue_frames).run()
     stats = result.stats
     progress.finish(output=str(result.output), frames_written=result.frames_written,
                     frames_with_faces=stats.frames_with_faces, detections=stats.detections_run,

@@ -13,7 +13,8 @@ from typing import Literal, Protocol
 import numpy as np
 
 from slimfuse.faces.align import five_points, warp_face
-from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel
+from slimfuse.faces.identity import PREDICTOR, SAME_PERSON_DISTANCE, IdentityModel
+from slimfuse.faces.identity import RECOGNIZER as DLIB_RECOGNIZER
 from slimfuse.faces.types import Face
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_tensor
@@ -98,6 +99,11 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     array = np.asarray(vectors, dtype=np.float32)
     norm = np.linalg.norm(array, axis=-1, keepdims=True)
     return (array / np.maximum(norm, np.float32(1e-12))).astype(np.float32)
+
+
+def recognizer_models(name: str) -> tuple[str, ...]:
+    """The catalog models behind recogniser `name` (what the pool holds for it)."""
+    return (PREDICTOR, DLIB_RECOGNIZER) if name == "dlib" else (name,)
 
 
 def build_recognizer(name: str, pool: ModelPool) -> Recognizer:

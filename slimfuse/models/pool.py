@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,6 +43,10 @@ class PoolStats:
     """The most bytes held and reserved for loads in flight at any one time."""
     budget_bytes: int | None = None
     loads_by_model: tuple[tuple[str, int], ...] = ()
+    released: tuple[str, ...] = ()
+    """What was released, in order (a stage that no longer needs it, or a move to the CPU)."""
+    moved_to_cpu: tuple[str, ...] = ()
+    """Models whose sessions now run on the CPU after running out of device memory."""
 
 
 @dataclass
@@ -68,6 +72,8 @@ class ModelPool:
         self._loads: Counter[str] = Counter()
         self._evictions = 0
         self._releases = 0
+        self._released: list[str] = []
+        self._cpu_only: set[str] = set()
         self._peak = 0
         # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
         check_requested(runtime, self.provider_report, self.notify)
@@ -77,6 +83,17 @@ class ModelPool:
         catalog entry on load."""
         chosen = self.variants.get(name, name)
         return self.get(chosen, lambda path: self._load_session(chosen, path))
+
+    def on_gpu(self, name: str) -> bool:
+        """Whether model `name`'s session runs on a provider other than the CPU."""
+        used = self.provider_report.used.get(self.variants.get(name, name), ())
+        return any(provider != "cpu" for provider in used)
+
+    def move_to_cpu(self, name: str) -> None:
+        """Release model `name`; its next session is made for the CPU alone (it ran out of device memory)."""
+        with self._cond:
+            self._cpu_only.add(self.variants.get(name, name))
+        self.release(name)
 
     def get(self, name: str, load: Callable[[Path], T], key: str | None = None, nbytes: int | None = None) -> T:
         """The loaded model `name`, loading it with `load(verified_path)` if it is not resident.
@@ -122,12 +139,14 @@ class ModelPool:
             for key in keys:
                 del self._entries[key]
             self._releases += len(keys)
+            self._released += keys
             self._cond.notify_all()
             return bool(keys)
 
     def release_all(self) -> None:
         with self._cond:
             self._releases += len(self._entries)
+            self._released += list(self._entries)
             self._entries.clear()
             self._cond.notify_all()
 
@@ -142,13 +161,17 @@ class ModelPool:
                 peak_bytes=self._peak,
                 budget_bytes=self.budget_bytes,
                 loads_by_model=tuple(sorted(self._loads.items())),
+                released=tuple(self._released),
+                moved_to_cpu=tuple(sorted(self._cpu_only)),
             )
 
     def _load_session(self, name: str, path: Path) -> ort.InferenceSession:
         base, variant = split_name(name, self.store.catalog.names())
         spec = self.store.catalog.get(base)
+        with self._cond:
+            runtime = replace(self.runtime, providers=("cpu",)) if name in self._cpu_only else self.runtime
         try:
-            session = create_session(path, self.runtime, self.provider_report, self.notify, name)
+            session = create_session(path, runtime, self.provider_report, self.notify, name)
         except ModelLoadError as exc:
             expected = f"an ONNX model with inputs {describe(spec.io.inputs)}" if spec.io else "an ONNX model"
             problem = (f"expected {expected}, found a file ONNX Runtime cannot load "

@@ -51,7 +51,7 @@ class FrameSwapper:
         self.tracker = FaceTracker(detector, FaceMesh(pool.session(MESH_MODEL)), swapper.identity,
                                    TrackerOptions(detect_interval=config.detect_interval))
         self.reuse = ReuseCache(reuse)
-        self.prepared = swapper.prepare_sources()
+        self.prepared = swapper.prepare_sources(keep_identity=True)  # the tracker settles crossing faces by identity
         self._reference: np.ndarray | None = None
         self._chosen: int | None = None
         self._frames = 0

@@ -14,10 +14,11 @@ from slimfuse.errors import NoSourceFaceError, NoTargetFaceError, OutputIsInputE
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.detect import DetectorOptions
 from slimfuse.faces.mesh_topology import MeshTopology
-from slimfuse.faces.recognize import build_recognizer
+from slimfuse.faces.recognize import build_recognizer, recognizer_models
 from slimfuse.faces.select import select_faces
 from slimfuse.faces.types import Face
 from slimfuse.media.image_io import LoadedImage, check_output_path, compose_output, read_image, write_image_atomic
+from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
@@ -37,22 +38,27 @@ TOPOLOGY = "face_mesh_topology"
 class ImageSwapper:
     """Everything a run needs, loaded once; `run` can be called for many targets."""
 
-    def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify) -> None:
+    def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify,
+                 batcher: AdaptiveBatcher | None = None) -> None:
+        """batcher: the run's batch sizes (from its memory plan) and out-of-memory back-off."""
         self.config = config
         self.pool = pool
         self.notify = notify
+        self.batcher = batcher if batcher is not None else AdaptiveBatcher(pool, notify=notify)
         self.analyser = FaceAnalyser(pool, DetectorOptions(
             model=config.face_detector_model, score=config.face_detector_score, tile_size=config.face_detector_size))
         self.identity = build_recognizer(config.face_recognizer_model, pool)
         topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
         masker = build_masker(config, pool, topology)
-        self.processors: list[FaceProcessor] = [build_swapper(config, pool, topology, masker)]
+        self.processors: list[FaceProcessor] = [build_swapper(config, pool, topology, masker, self.batcher)]
         if config.face_enhancer_model != "none":
-            self.processors.append(build_enhancer(config, pool, masker.for_enhancer()))
+            self.processors.append(build_enhancer(config, pool, masker.for_enhancer(), self.batcher))
         self.frame_enhance = frame_enhance_options(config)
 
-    def prepare_sources(self) -> list[object]:
-        """Each processor's state from the source photos (all of one person), computed once a run."""
+    def prepare_sources(self, keep_identity: bool) -> list[object]:
+        """Each processor's state from the source photos (all of one person), computed once a run; then the models
+        only preparation used are released (the identity model too unless `keep_identity`: reference selection or
+        a video's tracker still need it)."""
         found: list[tuple[LoadedImage, Face]] = []
         for path in self.config.sources:
             loaded = read_image(path)
@@ -66,6 +72,11 @@ class ImageSwapper:
         prepared = [processor.prepare(photos) for processor in self.processors]
         if self.frame_enhance is not None:
             self.pool.session(self.config.frame_enhancer_model)  # load (and check) it before any work
+        identity = recognizer_models(self.config.face_recognizer_model)
+        done = [name for processor in self.processors for name in processor.preparation_models]
+        for name in dict.fromkeys([*done, *identity]):
+            if not (keep_identity and name in identity):
+                self.pool.release(name)
         return prepared
 
     def _warn_if_mixed_identities(self, found: list[tuple[LoadedImage, Face]]) -> None:
@@ -118,7 +129,7 @@ class ImageSwapper:
         mark = stage or (lambda name: None)
         check_output_path(config.output)
         refuse_overwriting_inputs(config)
-        prepared = self.prepare_sources()
+        prepared = self.prepare_sources(keep_identity=config.face_selector_mode == "reference")
         mark("sources")
         target = read_image(config.target)
         faces = self.select(target.rgb, self.analyser.faces(target.rgb))
@@ -140,22 +151,25 @@ def build_masker(config: RunConfig, pool: ModelPool, topology: MeshTopology) -> 
         raise UsageError(detail=f"face masks: {exc}") from exc
 
 
-def build_swapper(config: RunConfig, pool: ModelPool, topology: MeshTopology, masker: FaceMasker) -> FaceProcessor:
+def build_swapper(config: RunConfig, pool: ModelPool, topology: MeshTopology, masker: FaceMasker,
+                  batcher: AdaptiveBatcher | None = None) -> FaceProcessor:
     """The mesh swapper (with its own mesh mask), or the neural swapper named by --face-swapper-model."""
     if config.face_swapper_model != "mesh":
         try:
-            return OnnxSwapProcessor(pool, config.face_swapper_model, config.face_swapper_pixel_boost, masker)
+            return OnnxSwapProcessor(pool, config.face_swapper_model, config.face_swapper_pixel_boost, masker,
+                                     batcher)
         except ValueError as exc:
             raise UsageError(detail=f"--face-swapper-model {config.face_swapper_model}: {exc}") from exc
     options = MeshSwapOptions(keep_mouth=config.keep_mouth, keep_eyes=config.keep_eyes, blend=config.blend)
     return MeshSwapProcessor(topology, options, config.target_face_size)
 
 
-def build_enhancer(config: RunConfig, pool: ModelPool, masker: FaceMasker) -> FaceProcessor:
+def build_enhancer(config: RunConfig, pool: ModelPool, masker: FaceMasker,
+                   batcher: AdaptiveBatcher | None = None) -> FaceProcessor:
     """The face enhancer named by --face-enhancer-model, run after the swapper."""
     try:
         return EnhanceProcessor(pool, config.face_enhancer_model, config.face_enhancer_blend,
-                                config.face_enhancer_weight, masker)
+                                config.face_enhancer_weight, masker, batcher)
     except ValueError as exc:
         raise UsageError(detail=f"--face-enhancer-model {config.face_enhancer_model}: {exc}") from exc
 

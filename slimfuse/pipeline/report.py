@@ -14,6 +14,8 @@ from typing import Any
 
 from slimfuse.config import RunConfig
 from slimfuse.errors import InterruptedByUser, SlimfuseError
+from slimfuse.memory.batching import AdaptiveBatcher
+from slimfuse.memory.plan import MemoryPlan
 from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import _write_atomic
@@ -29,6 +31,8 @@ class RunReport:
         self.options = options or {}
         """Effective options that are not RunConfig fields (video encoding, temp frames)."""
         self.pool: ModelPool | None = None
+        self.plan: MemoryPlan | None = None
+        self.batcher: AdaptiveBatcher | None = None
         self._stages: list[dict[str, Any]] = []
         self._started = self._last = time.perf_counter()
         self._peak_per_stage = reset_peak_rss()
@@ -44,7 +48,7 @@ class RunReport:
         if self.pool is not None:
             stats = self.pool.stats()
             entry.update(resident=list(stats.resident), resident_mb=round(stats.resident_bytes / MB, 1),
-                         loads=stats.loads, evictions=stats.evictions)
+                         loads=stats.loads, evictions=stats.evictions, released=list(stats.released))
         self._stages.append(entry)
         self._last = now
         self._peak_per_stage = reset_peak_rss() and self._peak_per_stage
@@ -61,6 +65,8 @@ class RunReport:
             "config": {**asdict(config), **self.options},
             "providers": None if self.pool is None else self.pool.provider_report.to_dict(),
             "pool": None if self.pool is None else asdict(self.pool.stats()),
+            "memory_plan": None if self.plan is None else self.plan.to_dict(),
+            "batching": None if self.batcher is None else self.batcher.to_dict(),
             "stages": self._stages,
             "peak_per_stage": self._peak_per_stage,
             "peak_rss_mb": max((stage["peak_rss_mb"] for stage in self._stages), default=None),

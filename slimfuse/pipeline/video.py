@@ -22,6 +22,7 @@ from slimfuse.errors import VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_encoding import EncodeSettings
 from slimfuse.media.video_io import VideoFrame, VideoInfo, VideoReader, VideoWriter, probe
+from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify
@@ -30,7 +31,8 @@ from slimfuse.pipeline.image import ImageSwapper, refuse_overwriting_inputs
 from slimfuse.pipeline.report import StageHook
 from slimfuse.pipeline.reuse import ReuseOptions
 
-# Frames waiting between stages: enough to keep both cores busy, few enough that memory stays small.
+# Frames waiting between stages: enough to keep both cores busy, few enough that memory stays small (the default;
+# a --memory-budget plan may shorten it).
 QUEUE_FRAMES = 8
 # Threads rendering frames at once (when reuse does not chain each frame to the one before).
 RENDER_WORKERS = 2
@@ -73,8 +75,12 @@ def reuse_options(config: RunConfig) -> ReuseOptions:
 
 class VideoSwapJob:
     def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
-                 progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None) -> None:
+                 progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None,
+                 batcher: AdaptiveBatcher | None = None, queue_frames: int = QUEUE_FRAMES) -> None:
+        """batcher: the run's batch sizes and out-of-memory back-off; queue_frames: frames each queue holds."""
         self.config = config
+        self.batcher = batcher
+        self.queue_frames = max(1, queue_frames)
         self.stage: StageHook = stage or (lambda name: None)
         self.pool = pool
         self.notify = notify
@@ -92,17 +98,17 @@ class VideoSwapJob:
             scale = SCALES[config.frame_enhancer_model]  # frames come out of the enhancer this much larger
             written = replace(info, width=info.width * scale, height=info.height * scale)
         start, end = config.trim_frame_start, config.trim_frame_end
-        swapper = ImageSwapper(self.config, self.pool, self.notify)
+        swapper = ImageSwapper(self.config, self.pool, self.notify, self.batcher)
         self.stage("models")
         frames = FrameSwapper(swapper, config, reuse_options(config))
         self.stage("sources")
         if self.progress.total is None and info.frame_count is not None:
             self.progress.total = (end if end is not None else info.frame_count) - start
         writer = VideoWriter(config.output, written, self.encode, trim_start=start, trim_end=end,
-                             queue_size=QUEUE_FRAMES, notify=self.notify)
+                             queue_size=self.queue_frames, notify=self.notify)
         setup_seconds = time.perf_counter() - started
         with writer:
-            with VideoReader(config.target, start=start, end=end, queue_size=QUEUE_FRAMES, info=info) as reader:
+            with VideoReader(config.target, start=start, end=end, queue_size=self.queue_frames, info=info) as reader:
                 try:
                     if self.temp is None:
                         self._stream(reader, frames, writer)
@@ -112,8 +118,11 @@ class VideoSwapJob:
                     self._keep_partial(writer, error)
                     raise
             self.stage("processing")
+            stats = frames.stats()
+            del frames, swapper  # they hold sessions too; the encoder's flush gets the memory back
+            self.pool.release_all()
         self.stage("write")
-        return VideoResult(config.output, info, writer.frames_written, frames.stats(), setup_seconds)
+        return VideoResult(config.output, info, writer.frames_written, stats, setup_seconds)
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
         """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by

@@ -47,6 +47,11 @@ class Processed:
 
 
 class FaceProcessor(Protocol):
+    @property
+    def preparation_models(self) -> tuple[str, ...]:
+        """Catalog models only `prepare` uses: the run can release them once the sources are prepared."""
+        ...
+
     def prepare(self, sources: Sequence[SourcePhoto]) -> object:
         """What the processor needs from the source photos (a texture, an embedding), computed once a run."""
         ...

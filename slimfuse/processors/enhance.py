@@ -13,17 +13,19 @@ import numpy as np
 
 from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.types import Face
+from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.enhancers import ENHANCER_INPUT, WEIGHT_INPUT
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.tensors import run_batched, to_images, to_tensor
+from slimfuse.models.tensors import to_images, to_tensor
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
 from slimfuse.processors.face_masks import FaceMasker
 
 
 class EnhanceProcessor:
     def __init__(self, pool: ModelPool, model: str, blend: int = 80, weight: float = 0.5,
-                 masker: FaceMasker | None = None) -> None:
-        """masker: the enhancer's face masks; by default the box mask alone."""
+                 masker: FaceMasker | None = None, batcher: AdaptiveBatcher | None = None) -> None:
+        """masker: the enhancer's face masks; by default the box mask alone. batcher: the run's batch sizes and
+        out-of-memory back-off."""
         spec = pool.store.catalog.get(model)
         if spec.kind != "enhancer" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a face enhancer")
@@ -37,6 +39,8 @@ class EnhanceProcessor:
         self.blend = blend
         self.weight = float(weight)
         self.masker = masker if masker is not None else FaceMasker(pool)
+        self.batcher = batcher if batcher is not None else AdaptiveBatcher(pool)
+        self.preparation_models: tuple[str, ...] = ()
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> None:
         self.pool.session(self.model)  # load (and check) the enhancer and its mask models before any work for them
@@ -57,7 +61,7 @@ class EnhanceProcessor:
         if any(arg.name == WEIGHT_INPUT for arg in session.get_inputs()):
             shared[WEIGHT_INPUT] = np.array([self.weight], dtype=np.float64)
         tensor = to_tensor([crop.image for crop in crops], self.io.mean, self.io.std)
-        images = to_images(run_batched(session, {ENHANCER_INPUT: tensor}, shared), self.io.output_range)
+        images = to_images(self.batcher.run(self.model, {ENHANCER_INPUT: tensor}, shared), self.io.output_range)
         share = np.float32(self.blend / 100.0)
         return [Processed(image=image, alpha=alpha * share)
                 for image, alpha in zip(images, self.masker.masks(crops), strict=True)]

@@ -16,6 +16,7 @@ class MeshSwapProcessor:
     def __init__(self, topology: MeshTopology, options: MeshSwapOptions, max_face_size: int) -> None:
         self.swapper = MeshSwapper(topology, options)
         self.max_face_size = max_face_size
+        self.preparation_models: tuple[str, ...] = ()
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> SourceFace:
         best = max(sources, key=lambda photo: frontalness(photo.face))

@@ -20,6 +20,7 @@ from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, w
 from slimfuse.faces.analyse import frontalness
 from slimfuse.faces.recognize import ArcFaceRecognizer, normalise
 from slimfuse.faces.types import Face
+from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.initializers import last_initializer
 from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER
 from slimfuse.models.pool import ModelPool
@@ -63,8 +64,9 @@ def inswapper_latent(embedding: np.ndarray, emap: np.ndarray) -> np.ndarray:
 
 class OnnxSwapProcessor:
     def __init__(self, pool: ModelPool, model: str, pixel_boost: int | None = None,
-                 masker: FaceMasker | None = None) -> None:
-        """masker: the run's face masks; by default the box mask alone."""
+                 masker: FaceMasker | None = None, batcher: AdaptiveBatcher | None = None) -> None:
+        """masker: the run's face masks; by default the box mask alone. batcher: the run's batch sizes and
+        out-of-memory back-off."""
         spec = pool.store.catalog.get(model)
         if model not in RECIPES or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a neural face swapper")
@@ -77,6 +79,7 @@ class OnnxSwapProcessor:
         self.factor = boost_factor(self.model_size, pixel_boost)
         self.size = self.model_size * self.factor
         self.masker = masker if masker is not None else FaceMasker(pool)
+        self.batcher = batcher if batcher is not None else AdaptiveBatcher(pool)
         names = [tensor.name for tensor in spec.io.inputs]
         self.target_input, self.source_input = "target", "source"
         if set(names) != {self.target_input, self.source_input}:
@@ -108,6 +111,13 @@ class OnnxSwapProcessor:
             latent = normalise(converted) if recipe.source == "converted_normed" else converted
         return SwapSource(tensor=np.asarray(latent, dtype=np.float32).reshape(1, -1), embedding=embedding)
 
+    @property
+    def preparation_models(self) -> tuple[str, ...]:
+        """Models only `prepare` uses (the source identity's recogniser and converter)."""
+        if self.recipe.source == "image":
+            return ()
+        return (RECOGNIZER, *((self.recipe.converter,) if self.recipe.converter else ()))
+
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
         matrix = align_matrix(_points(face), self.template, self.size)
         image = warp_to_crop(frame, matrix, self.size)
@@ -119,9 +129,8 @@ class OnnxSwapProcessor:
         if not crops:
             return []
         tiles = np.concatenate([implode(crop.image, self.factor) for crop in crops])
-        session = self.pool.session(self.model)
-        output = run_batched(session, {self.target_input: to_tensor(tiles, self.io.mean, self.io.std)},
-                             {self.source_input: prepared.tensor})
+        output = self.batcher.run(self.model, {self.target_input: to_tensor(tiles, self.io.mean, self.io.std)},
+                                  {self.source_input: prepared.tensor})
         swapped = to_images(output, self.io.output_range)
         per_crop = self.factor * self.factor
         alphas = self.masker.masks(crops)

@@ -23,12 +23,17 @@ def _check_common(report: dict, output: Path) -> None:  # type: ignore[type-arg]
     assert report["config"]["profile"] == "cpu" and report["config"]["target_face_size"] == 400  # flag over profile
     assert report["config"]["frame_enhancer_tile_size"] == 128  # from the profile
     assert report["providers"]["used"]["face_landmark"] == ["cpu"] and report["providers"]["problems"] == []
-    assert report["pool"]["loads"] >= 2 and "face_landmark" in report["pool"]["resident"]
+    assert report["pool"]["loads"] >= 2
     stages = [stage["stage"] for stage in report["stages"]]
     assert stages == ["models", "sources", "processing", "write"]
     for stage in report["stages"]:
         assert stage["seconds"] >= 0 and 0 < stage["rss_mb"] <= stage["tree_rss_mb"] and stage["peak_rss_mb"] > 0
-    assert report["stages"][-1]["resident"] and report["peak_rss_mb"] >= report["stages"][0]["peak_rss_mb"]
+    assert "face_landmark" in report["stages"][2]["resident"]
+    assert report["peak_rss_mb"] >= report["stages"][0]["peak_rss_mb"]
+    plan = report["memory_plan"]  # no --memory-budget: nothing limited, the estimate still recorded
+    assert plan["budget_mb"] is None and plan["pool_budget_mb"] is None and plan["all_resident"]
+    assert plan["estimated_peak_mb"] > 0 and {model["name"] for model in plan["models"]} >= {"face_landmark"}
+    assert report["batching"] == {"batch_sizes": {}, "steps": []}
 
 
 def test_image_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, astronaut_path: Path,
@@ -39,6 +44,22 @@ def test_image_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, astron
     report = _report(path)
     _check_common(report, output)
     assert report["inputs"]["sources"] == [str(astronaut_path)] and report["inputs"]["target"] == str(grace_hopper_path)
+    assert "face_landmark" in report["pool"]["resident"]  # an image run keeps its models for the next target
+
+
+def test_identity_model_is_released_after_the_sources(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                      astronaut_path: Path, grace_hopper_path: Path) -> None:
+    """Two source photos load the identity model (are they one person?); outside reference mode nothing needs it
+    after that, so the pool drops it before the target is processed."""
+    output, path = tmp_path / "out.jpg", tmp_path / "run.json"
+    assert main(["swap", "-s", str(astronaut_path), str(astronaut_path), "-t", str(grace_hopper_path), "-o",
+                 str(output), "--report", str(path)]) == 0
+    report = _report(path)
+    identity = {"dlib_shape_predictor_5", "dlib_face_recognition_resnet"}
+    loaded = {name for name, _ in report["pool"]["loads_by_model"]}
+    sources = report["stages"][1]
+    assert identity <= loaded and identity <= set(sources["released"]) and not identity & set(sources["resident"])
+    assert "face_landmark" in sources["resident"] and report["pool"]["releases"] >= 2
 
 
 def test_video_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, astronaut_path: Path,
@@ -53,6 +74,9 @@ def test_video_report(capsys: pytest.CaptureFixture[str], tmp_path: Path, astron
     assert results["frames_written"] == 12 and results["frames"] == 12 and results["detections_run"] >= 1
     assert results["generated"] + results["reused"] == results["frames_with_faces"] == 12
     assert report["config"]["output_video_quality"] == 80 and report["config"]["temp_frame_format"] is None
+    # After the video every model is released, before the encoder's flush (the write stage).
+    assert report["pool"]["resident"] == [] and report["stages"][-1]["resident"] == []
+    assert "face_landmark" in report["pool"]["released"] and report["memory_plan"]["queue_frames"] == 8
 
 
 def test_report_on_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, grace_hopper_path: Path) -> None:

@@ -1,0 +1,150 @@
+"""MemoryPlan: before a run, fit it into `--memory-budget MB` or say what the smallest workable budget is.
+
+The budget counts the process's RSS on the CPU provider (the measured baseline of the process, the models, their
+activations and the frames in flight) and device memory on a GPU provider (the models and their activations; the
+frames stay on the host). A model's resident bytes are estimated before anything is loaded: its weights (the file's
+size, what the pool counts) plus activations per batch item, `ACTIVATION_FACTOR[kind]` times the bytes of its
+float32 input at the size it runs at.
+
+What the plan gives up, in order, when the job does not fit: wide batches (halved down to 1), frames in flight
+(video queues halved down to 1), then keeping every model resident together (the pool's budget shrinks and models
+are reloaded when needed, down to the largest one alone). Below that the job cannot fit: MemoryBudgetError.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Literal
+
+from slimfuse.errors import MemoryBudgetError
+from slimfuse.models.spec import ModelSpec
+
+MB = 1 << 20
+Device = Literal["cpu", "gpu"]
+
+# Peak activation bytes per byte of float32 input, per batch item (rough, from the architectures: generators keep
+# wide feature maps at full resolution, detectors and landmarkers shrink theirs fast).
+ACTIVATION_FACTOR: Mapping[str, float] = {
+    "swapper": 256.0, "enhancer": 128.0, "frame_enhancer": 256.0, "recognizer": 64.0, "detector": 64.0,
+    "landmarker": 64.0, "occluder": 64.0, "parser": 64.0, "embedding_converter": 4.0,
+}
+# A model without a described input (the embedded MediaPipe and dlib models): activations as a share of its file.
+UNDESCRIBED_ACTIVATION = 1.0
+# Kinds whose batches the plan sizes (through memory.batching); the frame enhancer runs one tile at a time, the
+# analysis models one face.
+BATCHED_KINDS = frozenset({"swapper", "enhancer"})
+# Whole-frame buffers a frame needs beside the queues while it is worked on (decoded, copied, pasted into, encoded).
+WORKING_FRAMES = 4
+
+
+@dataclass(frozen=True)
+class ModelNeed:
+    name: str
+    kind: str
+    weight_bytes: int
+    """What the pool counts for it: the file's size."""
+    item_bytes: int
+    """Activation bytes per batch item."""
+
+    @property
+    def batched(self) -> bool:
+        return self.kind in BATCHED_KINDS
+
+    def activation(self, batch: int) -> int:
+        return self.item_bytes * (batch if self.batched else 1)
+
+
+def model_need(spec: ModelSpec, file_bytes: int, input_size: int | None = None) -> ModelNeed:
+    """The estimate for one model; `input_size` fills its input's free spatial axes (a frame enhancer's tile)."""
+    if spec.io is None or not spec.io.inputs:
+        return ModelNeed(spec.name, spec.kind, file_bytes, int(file_bytes * UNDESCRIBED_ACTIVATION))
+    side = input_size or spec.io.crop_size or 1
+    largest = max(prod(1 if isinstance(axis, str) and index == 0 else side if isinstance(axis, str) else axis
+                       for index, axis in enumerate(tensor.shape)) for tensor in spec.io.inputs)
+    return ModelNeed(spec.name, spec.kind, file_bytes, int(4 * largest * ACTIVATION_FACTOR.get(spec.kind, 64.0)))
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    budget_bytes: int | None
+    """None: no budget; nothing is limited."""
+    device: Device
+    baseline_bytes: int
+    """The process's RSS before the run (counted on the CPU only)."""
+    models: tuple[ModelNeed, ...]
+    pool_budget_bytes: int | None
+    """The pool's byte budget (None: unlimited)."""
+    all_resident: bool
+    """Every model stays loaded together; False: the pool evicts and reloads within its budget."""
+    batch_size: int
+    """Most items per model call of the batched models (swappers, enhancers)."""
+    queue_frames: int
+    """Frames each video queue holds."""
+    render_workers: int
+    """Frames rendered at once (each with its own activations)."""
+    frame_bytes: int
+    estimated_peak_bytes: int
+    minimum_budget_bytes: int
+    """The smallest budget this job fits in (batch 1, one frame queued, the largest model alone)."""
+
+    def batch_sizes(self) -> dict[str, int]:
+        return {need.name: self.batch_size for need in self.models if need.batched}
+
+    def to_dict(self) -> dict[str, Any]:
+        """For the run report."""
+        return {
+            "budget_mb": None if self.budget_bytes is None else round(self.budget_bytes / MB, 1),
+            "device": self.device, "baseline_rss_mb": round(self.baseline_bytes / MB, 1),
+            "pool_budget_mb": None if self.pool_budget_bytes is None else round(self.pool_budget_bytes / MB, 1),
+            "all_resident": self.all_resident, "batch_sizes": self.batch_sizes(), "queue_frames": self.queue_frames,
+            "render_workers": self.render_workers, "frame_mb": round(self.frame_bytes / MB, 2),
+            "estimated_peak_mb": round(self.estimated_peak_bytes / MB, 1),
+            "minimum_budget_mb": round(self.minimum_budget_bytes / MB, 1),
+            "models": [{"name": need.name, "kind": need.kind, "weights_mb": round(need.weight_bytes / MB, 1),
+                        "activation_mb_per_item": round(need.item_bytes / MB, 1)} for need in self.models],
+        }
+
+
+def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_bytes: int, device: Device,
+                frame_bytes: int, max_batch: int, queue_frames: int, render_workers: int) -> MemoryPlan:
+    """The plan for `models` under `budget_bytes`. queue_frames: the video's queue length (0 for an image);
+    frame_bytes: one decoded frame (0 when not budgeted). Raises MemoryBudgetError when the job cannot fit."""
+    host = device == "cpu"
+    baseline = baseline_bytes if host else 0
+    weights = sum(need.weight_bytes for need in models)
+    largest_weight = max((need.weight_bytes for need in models), default=0)
+
+    def frames(queue: int) -> int:  # two queues (decoder, encoder) plus the frames being worked on
+        return frame_bytes * (2 * queue + render_workers + WORKING_FRAMES) if host else 0
+
+    def activations(batch: int) -> int:  # every render worker may run the hungriest model at once
+        return render_workers * max((need.activation(batch) for need in models), default=0)
+
+    def plan(batch: int, queue: int, pool: int | None, peak: int, minimum: int) -> MemoryPlan:
+        return MemoryPlan(budget_bytes, device, baseline_bytes, tuple(models), pool, pool is None or pool >= weights,
+                          batch, queue, render_workers, frame_bytes, peak, minimum)
+
+    smallest_queue = min(queue_frames, 1)
+    minimum = baseline + frames(smallest_queue) + activations(1) + largest_weight
+    if budget_bytes is None:
+        return plan(max_batch, queue_frames, None, baseline + frames(queue_frames) + activations(max_batch) + weights,
+                    minimum)
+    if budget_bytes < minimum:
+        raise MemoryBudgetError(detail=(
+            f"--memory-budget {budget_bytes / MB:g} MB is too small for this job: it needs at least "
+            f"{-(-minimum // MB)} MB ({'process RSS' if host else 'device memory'}: "
+            f"{baseline / MB:.0f} MB already in use, {largest_weight / MB:.0f} MB for the largest model, "
+            f"{(minimum - baseline - largest_weight) / MB:.0f} MB for its activations and the frames)"))
+    batch, queue = max_batch, queue_frames
+    while True:
+        need = baseline + frames(queue) + activations(batch) + weights
+        if need <= budget_bytes:
+            return plan(batch, queue, budget_bytes - need + weights, need, minimum)
+        if batch > 1:
+            batch //= 2
+        elif queue > smallest_queue:
+            queue //= 2
+        else:  # models take turns in the room that is left (at least the largest one, checked above)
+            pool = budget_bytes - baseline - frames(queue) - activations(1)
+            return plan(1, queue, pool, budget_bytes, minimum)

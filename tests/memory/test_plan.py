@@ -1,0 +1,102 @@
+"""The memory plan: what it gives up, in order, as the budget shrinks, and the refusal of a budget the job cannot
+fit in (before any work, with the smallest budget that works), from the command line too."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slimfuse.cli.main import main
+from slimfuse.config import RunConfig
+from slimfuse.errors import MemoryBudgetError
+from slimfuse.memory.plan import MB, MemoryPlan, ModelNeed, model_need, plan_memory
+from slimfuse.models.catalog import Catalog
+from slimfuse.models.store import Store
+from slimfuse.pipeline.run_memory import run_models
+
+MODELS = (ModelNeed("detector", "detector", 2 * MB, 2 * MB), ModelNeed("swapper", "swapper", 100 * MB, 10 * MB),
+          ModelNeed("enhancer", "enhancer", 300 * MB, 20 * MB))
+FRAME = 3 * MB
+
+
+def plan(budget_mb: float | None, queue: int = 8, workers: int = 2) -> MemoryPlan:
+    budget = None if budget_mb is None else int(budget_mb * MB)
+    return plan_memory(MODELS, budget, 100 * MB, "cpu", FRAME, 8, queue, workers)
+
+
+def test_without_a_budget_nothing_is_limited() -> None:
+    free = plan(None)
+    assert free.pool_budget_bytes is None and free.all_resident and free.batch_size == 8 and free.queue_frames == 8
+    # baseline + frames (2 queues of 8, 2 rendering, 4 working) + two workers' widest activations + every weight
+    assert free.estimated_peak_bytes == (100 + 3 * 22 + 2 * 160 + 402) * MB
+    assert free.batch_sizes() == {"swapper": 8, "enhancer": 8}
+
+
+def test_batches_shrink_first_then_queues_then_residency() -> None:
+    roomy = plan(2000)
+    assert roomy.batch_size == 8 and roomy.queue_frames == 8 and roomy.all_resident
+    assert roomy.pool_budget_bytes is not None and roomy.pool_budget_bytes >= 402 * MB
+    halved = plan(700)
+    assert halved.batch_size == 2 and halved.queue_frames == 8 and halved.all_resident
+    queues = plan(600)
+    assert queues.batch_size == 1 and queues.queue_frames < 8 and queues.all_resident
+    turns = plan(500)
+    assert turns.batch_size == 1 and turns.queue_frames == 1 and not turns.all_resident
+    assert turns.pool_budget_bytes is not None and 300 * MB <= turns.pool_budget_bytes < 402 * MB
+    for each in (roomy, halved, queues, turns):
+        assert each.estimated_peak_bytes <= each.budget_bytes  # type: ignore[operator]
+
+
+def test_an_impossible_budget_is_refused_with_the_smallest_that_works() -> None:
+    with pytest.raises(MemoryBudgetError, match="needs at least 464 MB") as refused:
+        plan(300)
+    assert refused.value.exit_code == 41
+    smallest = plan(464)  # what the message said is enough: the largest model alone, one frame queued, batch 1
+    assert smallest.minimum_budget_bytes <= 464 * MB and smallest.pool_budget_bytes == pytest.approx(300 * MB, abs=MB)
+
+
+def test_on_a_gpu_the_budget_counts_models_and_activations_only() -> None:
+    gpu = plan_memory(MODELS, 500 * MB, 100 * MB, "gpu", FRAME, 8, 8, 2)
+    assert gpu.queue_frames == 8 and gpu.all_resident and gpu.batch_size == 2
+
+
+def test_activations_follow_the_models_input() -> None:
+    catalog = Catalog()
+    swapper = model_need(catalog.get("inswapper_128"), 500 * MB)
+    assert swapper.weight_bytes == 500 * MB and swapper.item_bytes == 4 * 3 * 128 * 128 * 256
+    assert swapper.activation(4) == 4 * swapper.item_bytes
+    tiles = model_need(catalog.get("real_esrgan_x2"), 60 * MB, 128)
+    assert tiles.item_bytes == 4 * 3 * 128 * 128 * 256 and tiles.activation(8) == tiles.item_bytes  # one tile a call
+
+
+def test_the_swap_refuses_a_budget_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                   astronaut_path: Path, grace_hopper_path: Path) -> None:
+    output, report = tmp_path / "out.jpg", tmp_path / "run.json"
+    args = ["swap", "-s", str(astronaut_path), "-t", str(grace_hopper_path), "-o", str(output), "--report",
+            str(report)]
+    assert main([*args, "--memory-budget", "1"]) == 41
+    error = capsys.readouterr().err
+    assert "--memory-budget 1 MB is too small for this job: it needs at least" in error and not output.exists()
+    written = json.loads(report.read_text())
+    assert written["error"]["exit_code"] == 41 and written["pool"] is None and written["stages"] == []
+    smallest = int(error.split("needs at least ")[1].split(" MB")[0])
+    assert main([*args, "--memory-budget", str(smallest)]) == 0 and output.exists()  # the stated minimum runs
+    planned = json.loads(report.read_text())
+    assert planned["memory_plan"]["budget_mb"] == smallest and not planned["memory_plan"]["all_resident"]
+    assert planned["pool"]["budget_bytes"] / MB == pytest.approx(planned["memory_plan"]["pool_budget_mb"], abs=0.1)
+
+
+def test_the_run_models_follow_the_options(store: Store) -> None:
+    config = RunConfig(sources=(), target=Path("t.jpg"), output=Path("o.jpg"), face_detector_model="short",
+                       face_swapper_model="simswap_256", face_enhancer_model="gfpgan_1.4",
+                       face_mask_types=("box", "occlusion"), frame_enhancer_model="real_esrgan_x2")
+    assert run_models(config, store) == (
+        "face_detection_short_range", "face_landmark", "dlib_shape_predictor_5", "dlib_face_recognition_resnet",
+        "simswap_256", "arcface_w600k_r50", "crossface_simswap", "gfpgan_1.4", "xseg_1", "real_esrgan_x2")
+
+
+def test_a_missing_target_keeps_its_own_error_under_a_budget(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                             astronaut_path: Path) -> None:
+    assert main(["swap", "-s", str(astronaut_path), "-t", str(tmp_path / "absent.jpg"), "-o",
+                 str(tmp_path / "out.jpg"), "--memory-budget", "100000"]) == 3
