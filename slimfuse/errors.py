@@ -161,6 +161,15 @@ class InterruptedByUser(SlimfuseError):
     problem = "interrupted"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an interrupt so every clean-up that Ctrl-C runs (temp files, partial outputs) runs too."""
+
+
+class TerminatedBySignal(SlimfuseError):
+    exit_code = 143
+    problem = "terminated (SIGTERM)"
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (run again with --debug and report the traceback)",
@@ -193,6 +202,7 @@ EXIT_CODES: dict[int, str] = {
             SystemMemoryLimitError,
             MemoryBudgetError,
             InterruptedByUser,
+            TerminatedBySignal,
         )
     },
 }

@@ -7,7 +7,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from slimfuse.errors import InterruptedByUser, SlimfuseError
+from slimfuse.errors import InterruptedByUser, SlimfuseError, Terminated, TerminatedBySignal
 from slimfuse.models.store import Store, default_home
 
 
@@ -38,8 +38,10 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
     except SlimfuseError as exc:
         return _report(exc, exc.exit_code, exc.message, args.debug)
     except KeyboardInterrupt as exc:
-        error = InterruptedByUser(detail="interrupted; no output was written")
-        return _report(exc, error.exit_code, error.message, args.debug)
+        stopped: SlimfuseError = InterruptedByUser(detail="interrupted; no output was written")
+        if isinstance(exc, Terminated):
+            stopped = TerminatedBySignal(detail="terminated (SIGTERM); no output was written")
+        return _report(exc, stopped.exit_code, stopped.message, args.debug)
     except MemoryError as exc:
         return _report(exc, 1, "out of memory (try a smaller --target-face-size)", args.debug)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback

@@ -100,8 +100,9 @@ def test_a_picture_output_for_a_video_is_refused(capsys: pytest.CaptureFixture[s
     assert list(tmp_path.iterdir()) == []
 
 
-def test_ctrl_c_leaves_no_output_and_no_temp_files(tmp_path: Path, grace_hopper: np.ndarray,
-                                                   astronaut_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_leaves_no_output_and_no_temp_files(tmp_path: Path, grace_hopper: np.ndarray, astronaut_path: Path,
+                                                   stop: signal.Signals, code: int) -> None:
     clip = make_clip(tmp_path / "long.mp4", pan(grace_hopper, (1280, 720), 400), fps=25, audio=True)
     out = tmp_path / "out"
     temp = tmp_path / "temp"
@@ -112,9 +113,9 @@ def test_ctrl_c_leaves_no_output_and_no_temp_files(tmp_path: Path, grace_hopper:
          "-o", str(out / "result.mp4"), "--temp-frame-format", "bmp", "--temp-path", str(temp)],
         stderr=subprocess.PIPE, text=True)
     time.sleep(4.0)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err
+    assert process.returncode == code, err
     assert list(out.iterdir()) == [] and list(temp.iterdir()) == []
 
 
