@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 from slimfuse.faces.select import SelectorMode
+from slimfuse.faces.track import TrackerOptions
 from slimfuse.media.video_encoding import CONTAINERS
 from slimfuse.models.runtime import ArenaExtendStrategy, ConvAlgoSearch, RuntimeOptions
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions
@@ -40,7 +41,7 @@ class RunConfig:
     # Video
     trim_frame_start: int = 0
     trim_frame_end: int | None = None
-    detect_interval: int = 5
+    detect_interval: int = TrackerOptions.detect_interval
     reuse_threshold: float | None = None
     """None: on (2.0) for neural swappers, off for the mesh swapper."""
     reuse_max_frames: int = 3

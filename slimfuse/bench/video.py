@@ -11,7 +11,7 @@ import multiprocessing
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import av
@@ -32,7 +32,8 @@ SIZE = (1280, 720)
 class Variant:
     name: str
     swap: bool = True
-    detect_interval: int = 5
+    detect_interval: int | None = None
+    """None: the default (--face-detector-interval)."""
     reuse_threshold: float = 0.0
     temp_format: str | None = None
 
@@ -86,7 +87,9 @@ def _run_variant(variant: Variant, clip: Path, output: Path, queue: multiprocess
                              peak_rss_mb(), None, None, None)))
         return
     config = RunConfig(sources=(sample_path("astronaut"),), target=clip, output=output,
-                       detect_interval=variant.detect_interval, reuse_threshold=variant.reuse_threshold)
+                       reuse_threshold=variant.reuse_threshold)
+    if variant.detect_interval is not None:
+        config = replace(config, detect_interval=variant.detect_interval)
     store = Store(notify=lambda message: None)
     pool = ModelPool(store, config.runtime_options())
     temp = TempFrameOptions(variant.temp_format, root=output.parent) if variant.temp_format else None
