@@ -408,8 +408,10 @@ class MeshSwapper:
         front_idx = front_idx[np.argsort(-zmean[front_idx], kind="stable")]
         ids = np.zeros(shape, dtype=np.int32)
         pts = np.round(v[:, :2].astype(np.float64) * _ONE).astype(np.int32)
+        polygons = pts[tris]  # one gather for all triangles: this loop runs ~900 times a face, so keep it bare
+        fill = cv2.fillConvexPoly
         for i in np.concatenate([back_idx, front_idx]).tolist():
-            cv2.fillConvexPoly(ids, pts[tris[i]], i + 1, lineType=cv2.LINE_8, shift=_SHIFT)
+            fill(ids, polygons[i], i + 1, cv2.LINE_8, _SHIFT)
         return ids
 
     def _vertex_shift(self, vt: np.ndarray, vs: np.ndarray, size: float) -> np.ndarray:
