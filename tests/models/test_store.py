@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import shutil
-import threading
 import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from slimfuse.errors import ModelUnavailableError
+from loopback import Served, file_server
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.spec import ModelSpec, PackageArchive
 from slimfuse.models.store import Store, sha256_file
@@ -97,50 +96,24 @@ def test_package_source_goes_through_pip_with_the_users_index_settings(
         other.path("testdata")
 
 
-class _RangeHandler(http.server.BaseHTTPRequestHandler):
-    payload = b""
-    ranges: list[str] = []
-
-    def do_GET(self) -> None:  # noqa: N802 - the http.server interface
-        start = 0
-        header = self.headers.get("Range")
-        self.ranges.append(header or "")
-        if header:
-            start = int(header.removeprefix("bytes=").split("-")[0])
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(self.payload) - 1}/{len(self.payload)}")
-        else:
-            self.send_response(200)
-        body = self.payload[start:]
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def server() -> Iterator[tuple[str, type[_RangeHandler]]]:
-    handler = type("Handler", (_RangeHandler,), {"payload": bytes(range(256)) * 4000, "ranges": []})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/model.bin", handler
-    httpd.shutdown()
+def server() -> Iterator[Served]:
+    with file_server() as served:
+        yield served
 
 
-def test_url_source_resumes_a_partial_download(tmp_path: Path, server: tuple[str, type[_RangeHandler]]) -> None:
-    url, handler = server
-    digest = hashlib.sha256(handler.payload).hexdigest()
+def test_url_source_resumes_a_partial_download(tmp_path: Path, server: Served) -> None:
+    payload = bytes(range(256)) * 4000
+    server.files["/model.bin"] = payload
+    digest = hashlib.sha256(payload).hexdigest()
     spec = ModelSpec(name="remote", kind="detector", licence="none", filename="model.bin", sha256=digest,
-                     size=len(handler.payload), description="", source_name="model.bin", source_sha256=digest,
-                     urls=(url,))
+                     size=len(payload), description="", source_name="model.bin", source_sha256=digest,
+                     urls=(f"{server.base}/model.bin",))
     home = tmp_path / "home"
     partial = home / "partial" / f"{digest}.part"
     partial.parent.mkdir(parents=True)
-    partial.write_bytes(handler.payload[:300_000])  # an earlier, interrupted download
+    partial.write_bytes(payload[:300_000])  # an earlier, interrupted download
     store = Store(home=home, catalog=Catalog((spec,)), notify=lambda m: None)
-    assert store.path("remote").read_bytes() == handler.payload
-    assert handler.ranges == ["bytes=300000-"]
+    assert store.path("remote").read_bytes() == payload
+    assert server.ranges == ["bytes=300000-"]
     assert not partial.exists()

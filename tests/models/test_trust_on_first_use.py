@@ -5,9 +5,7 @@ real ones (--models-dir, or $SLIMFUSE_HOME/models, or a download from the entry'
 """
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import neural_models as nm
+from loopback import Served, file_server
 from slimfuse.cli.main import main
 from slimfuse.errors import EXIT_CODES, ModelCorruptError, ModelInvalidError
 from slimfuse.models.catalog import Catalog
@@ -87,39 +86,16 @@ def test_a_file_in_the_model_folder_is_trusted_on_first_use_too(home: Path) -> N
     assert _records(home)["arcface_w600k_r50"]["sha256"] == sha256_file(path)
 
 
-class _Files(http.server.BaseHTTPRequestHandler):
-    files: dict[str, bytes] = {}
-
-    def do_GET(self) -> None:  # noqa: N802 - the http.server interface
-        body = self.files.get(self.path)
-        if body is None:
-            self.send_response(404)
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, type[_Files]]]:
-    handler = type("Handler", (_Files,), {"files": {}})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", handler
-    httpd.shutdown()
+def server() -> Iterator[Served]:
+    with file_server() as served:
+        yield served
 
 
-def test_a_download_is_recorded_on_the_first_successful_fetch(tmp_path: Path, server: tuple[str, type[_Files]],
-                                                              ) -> None:
-    base, handler = server
+def test_a_download_is_recorded_on_the_first_successful_fetch(tmp_path: Path, server: Served) -> None:
+    base = server.base
     payload = (nm.save(nm.recognizer(), tmp_path / "upstream", "arcface_w600k_r50")).read_bytes()
-    handler.files["/arcface_w600k_r50.onnx"] = payload
+    server.files["/arcface_w600k_r50.onnx"] = payload
     spec = replace(Catalog().get("arcface_w600k_r50"), urls=(f"{base}/missing.onnx", f"{base}/arcface_w600k_r50.onnx"))
     store = Store(home=tmp_path / "home", catalog=Catalog((spec,)), notify=lambda m: None)
     path = store.path("arcface_w600k_r50")
