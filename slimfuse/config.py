@@ -37,7 +37,6 @@ class RunConfig:
     blend: BlendMode = "feather"
     execution_thread_count: int = 0
     models_dir: Path | None = None
-    home: Path | None = None
     # Video
     trim_frame_start: int = 0
     trim_frame_end: int | None = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import asdict
 from fractions import Fraction
 from pathlib import Path
@@ -112,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 report.write(error=error)
             except OSError as exc:  # the run's own error is the one to report
-                print(f"slimfuse: warning: {args.report}: cannot write the run report ({exc})", flush=True)
+                print(f"slimfuse: warning: {args.report}: cannot write the run report ({exc})", file=sys.stderr,
+                      flush=True)
         raise
     if report is not None:
         try:

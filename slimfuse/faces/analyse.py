@@ -37,10 +37,14 @@ class FaceAnalyser:
         sessions = {key: self.pool.session(SPECS[key].model) for key in FaceDetector.models_for(options.model)}
         return FaceDetector(sessions, options)
 
+    def mesh(self) -> FaceMesh:
+        """The landmark model, its session from the pool."""
+        return FaceMesh(self.pool.session(MESH_MODEL))
+
     def faces(self, image: np.ndarray) -> list[Face]:
         """Every face with its 468-point mesh, largest first."""
         detector = self.detector()
-        mesh = FaceMesh(self.pool.session(MESH_MODEL))
+        mesh = self.mesh()
         found = (mesh.landmarks(image, face) for face in detector.detect(image))
         return [face for face in found if face is not None]
 

@@ -7,7 +7,7 @@ which is computed once per track rather than once per frame.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -21,6 +21,15 @@ from slimfuse.faces.types import Face
 
 class Detector(Protocol):
     def detect(self, image: np.ndarray, scan_tiles: bool = True) -> list[Face]: ...
+
+
+class TrackerModels(Protocol):
+    """Where the tracker gets its models for each frame: from the run's pool, so a model the pool evicts under a
+    memory budget is not kept alive here behind its back."""
+
+    def detector(self) -> Detector: ...
+
+    def mesh(self) -> FaceMesh: ...
 
 
 @dataclass(frozen=True)
@@ -42,22 +51,18 @@ class TrackerOptions:
 class Track:
     id: int
     face: Face
-    """The latest face, landmarks smoothed."""
+    """The latest face, landmarks smoothed: the next frame's mesh crop follows it (a steady crop keeps the model's
+    landmarks steady; following the raw points lets their noise walk the crop)."""
     raw: Face
-    """The latest face as the models gave it (what the next frame's crop follows)."""
+    """The latest face as the models gave it (what identity is computed from)."""
     filter: OneEuroFilter | None
     descriptor: np.ndarray | None = None
     missed: int = 0
-    age: int = 0
-    extra: dict[str, object] = field(default_factory=dict)
-    """Per-track state of later stages (reuse caches, colour statistics)."""
 
 
 class FaceTracker:
-    def __init__(self, detector: Detector, mesh: FaceMesh, recognizer: Recognizer,
-                 options: TrackerOptions = TrackerOptions()) -> None:
-        self.detector = detector
-        self.mesh = mesh
+    def __init__(self, models: TrackerModels, recognizer: Recognizer, options: TrackerOptions = TrackerOptions()) -> None:
+        self.models = models
         self.recognizer = recognizer
         self.options = options
         self.tracks: list[Track] = []
@@ -78,7 +83,6 @@ class FaceTracker:
         else:
             visible = self._follow(frame)
         for track in visible:
-            track.age += 1
             track.face = self._smoothed(track, time)
         if self._any_crossing(visible):
             self._force_detection = True
@@ -93,8 +97,9 @@ class FaceTracker:
 
     def _follow(self, frame: np.ndarray) -> list[Track]:
         visible = []
+        mesh = self.models.mesh()
         for track in self.tracks:
-            followed = self.mesh.follow(frame, track.face)
+            followed = mesh.follow(frame, track.face)
             if followed is None:
                 self._force_detection = True  # lost: look again with the detector next frame
                 continue
@@ -105,14 +110,15 @@ class FaceTracker:
     def _update_with_detections(self, frame: np.ndarray) -> list[Track]:
         scan_tiles = not self.tracks or self.detections_run % self.options.tile_scan_every == 0
         self.detections_run += 1
-        detections = self.detector.detect(frame, scan_tiles)
+        detections = self.models.detector().detect(frame, scan_tiles)
+        mesh = self.models.mesh()
         pairs = self._match(frame, detections)
         visible: list[Track] = []
         matched_tracks = set()
         for track, detection in pairs:
-            followed = self.mesh.follow(frame, track.face)
+            followed = mesh.follow(frame, track.face)
             if followed is None or float(iou(followed.box, detection.box[None])[0]) < self.options.match_iou:
-                followed = self.mesh.landmarks(frame, detection)  # drifted: start again from the detection
+                followed = mesh.landmarks(frame, detection)  # drifted: start again from the detection
             if followed is None:
                 continue
             track.raw, track.missed = followed, 0
@@ -122,7 +128,7 @@ class FaceTracker:
         for detection in detections:
             if id(detection) in matched_detections:
                 continue
-            face = self.mesh.landmarks(frame, detection)
+            face = mesh.landmarks(frame, detection)
             if face is not None:
                 visible.append(self._new_track(face))
         survivors = []
@@ -163,7 +169,7 @@ class FaceTracker:
         faces = [pairs[i][1] for i in ambiguous]
         probes = []
         for face in faces:
-            located = self.mesh.landmarks(frame, face)
+            located = self.models.mesh().landmarks(frame, face)
             probes.append(self.recognizer.descriptor(frame, located or face))
             self.identities_computed += 1
         settled = list(pairs)
@@ -174,7 +180,8 @@ class FaceTracker:
             free.remove(best)
             settled[slot] = (track, faces[best])
             if faces[best] is not pairs[slot][1]:
-                track.raw = faces[best]  # the identity moved: restart the mesh crop from the detection
+                # The identity moved: restart the mesh crop from the detection, not from the other person.
+                track.raw = track.face = faces[best]
                 if track.filter is not None:
                     track.filter.reset()
         return settled

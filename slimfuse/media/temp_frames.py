@@ -94,7 +94,10 @@ class TempFrames:
                 self._frames.append((frame.index, frame.pts, frame.duration))
         finally:
             timing = {"time_base": str(self._time_base), "format": self.fmt, "frames": len(self._frames)}
-            (self.path / "timing.json").write_text(json.dumps(timing))
+            try:
+                (self.path / "timing.json").write_text(json.dumps(timing))
+            except OSError:
+                pass  # a note for people who keep the directory; the error already on its way out matters more
         return len(self._frames)
 
     def __iter__(self) -> Iterator[VideoFrame]:

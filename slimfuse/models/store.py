@@ -108,7 +108,7 @@ class Store:
         target = self.model_dir / spec.filename
         if target in self._verified and target.exists():
             return target
-        if target.exists() and not self._check(target, spec.sha256, spec.name):
+        if target.exists() and not self._check(target, spec.sha256, spec.name, "removed, fetching it again"):
             target.unlink(missing_ok=True)
         if not target.exists():
             self._fetch(spec, target)
@@ -288,10 +288,10 @@ class Store:
         self.home.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.record_file, (json.dumps(records, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
-    def _check(self, path: Path, sha256: str, label: str) -> bool:
+    def _check(self, path: Path, sha256: str, label: str, consequence: str) -> bool:
         if sha256_file(path) == sha256:
             return True
-        self.notify(f"slimfuse: {label}: {path} failed sha256 verification; removed, fetching it again")
+        self.notify(f"slimfuse: {label}: {path} failed sha256 verification; {consequence}")
         return False
 
     def _fetch(self, spec: ModelSpec, target: Path) -> None:
@@ -327,7 +327,7 @@ class Store:
         if self.models_dir is None:
             return None
         candidate = self.models_dir / filename
-        if candidate.is_file() and self._check(candidate, sha256, filename) is True:
+        if candidate.is_file() and self._check(candidate, sha256, filename, "not used, trying the next source"):
             return candidate
         return None
 

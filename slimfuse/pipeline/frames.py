@@ -9,8 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from slimfuse.config import RunConfig
-from slimfuse.faces.analyse import MESH_MODEL
-from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.faces.track import FaceTracker, Track, TrackerOptions
 from slimfuse.faces.types import Face
 from slimfuse.pipeline.image import ImageSwapper
@@ -46,10 +44,7 @@ class FrameSwapper:
     def __init__(self, swapper: ImageSwapper, config: RunConfig, reuse: ReuseOptions) -> None:
         self.swapper = swapper
         self.config = config
-        pool = swapper.pool
-        detector = swapper.analyser.detector()
-        self.tracker = FaceTracker(detector, FaceMesh(pool.session(MESH_MODEL)), swapper.identity,
-                                   TrackerOptions(detect_interval=config.detect_interval))
+        self.tracker = FaceTracker(swapper.analyser, swapper.identity, TrackerOptions(detect_interval=config.detect_interval))
         self.reuse = ReuseCache(reuse)
         self.prepared = swapper.prepare_sources(keep_identity=True)  # the tracker settles crossing faces by identity
         self._reference: np.ndarray | None = None

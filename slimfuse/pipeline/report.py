@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from slimfuse.config import RunConfig
-from slimfuse.errors import InterruptedByUser, SlimfuseError
+from slimfuse.errors import InterruptedByUser, SlimfuseError, Terminated, TerminatedBySignal
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.memory.plan import MemoryPlan
 from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
@@ -81,6 +81,8 @@ class RunReport:
 def _describe(error: BaseException) -> dict[str, Any]:
     if isinstance(error, SlimfuseError):
         return {"type": type(error).__name__, "exit_code": error.exit_code, "message": error.message}
+    if isinstance(error, Terminated):
+        return {"type": "Terminated", "exit_code": TerminatedBySignal.exit_code, "message": "terminated (SIGTERM)"}
     if isinstance(error, KeyboardInterrupt):
         return {"type": "KeyboardInterrupt", "exit_code": InterruptedByUser.exit_code, "message": "interrupted"}
     lines = str(error).strip().splitlines() or [type(error).__name__]

@@ -7,6 +7,7 @@ not sensor noise.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import cv2
@@ -37,11 +38,13 @@ def probe(crop: FaceCrop) -> np.ndarray:
 
 
 class ReuseCache:
-    """Last result per (track, processor); owned by one video run."""
+    """Last result per (track, processor); owned by one video run. The analysis thread forgets ended tracks
+    while render threads look up and store, hence the lock."""
 
     def __init__(self, options: ReuseOptions) -> None:
         self.options = options
         self._entries: dict[tuple[int, int], _Entry] = {}
+        self._lock = threading.Lock()
         self.reused = 0
         self.generated = 0
 
@@ -51,24 +54,29 @@ class ReuseCache:
 
     def lookup(self, key: tuple[int, int], crop: FaceCrop) -> Processed | None:
         """The cached result, resized to this crop, when the crop is close enough to the one it came from."""
-        entry = self._entries.get(key)
+        with self._lock:
+            entry = self._entries.get(key)
         if not self.enabled or entry is None or entry.reused >= self.options.max_frames:
             return None
         if float(np.abs(probe(crop) - entry.probe).mean()) > self.options.threshold:
             return None
-        entry.reused += 1
-        self.reused += 1
+        with self._lock:
+            entry.reused += 1
+            self.reused += 1
         return _fit(entry.result, crop.image.shape[:2])
 
     def store(self, key: tuple[int, int], crop: FaceCrop, result: Processed) -> None:
-        self.generated += 1
-        if self.enabled:
-            self._entries[key] = _Entry(probe=probe(crop), result=result)
+        entry = _Entry(probe=probe(crop), result=result) if self.enabled else None
+        with self._lock:
+            self.generated += 1
+            if entry is not None:
+                self._entries[key] = entry
 
     def forget(self, live_tracks: set[int]) -> None:
         """Drop the entries of tracks that ended, so memory stays flat over a long video."""
-        for key in [key for key in self._entries if key[0] not in live_tracks]:
-            del self._entries[key]
+        with self._lock:
+            for key in [key for key in self._entries if key[0] not in live_tracks]:
+                del self._entries[key]
 
 
 def _fit(result: Processed, shape: tuple[int, int]) -> Processed:

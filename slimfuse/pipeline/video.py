@@ -102,8 +102,9 @@ class VideoSwapJob:
         self.stage("models")
         frames = FrameSwapper(swapper, config, reuse_options(config))
         self.stage("sources")
-        if self.progress.total is None and info.frame_count is not None:
-            self.progress.total = (end if end is not None else info.frame_count) - start
+        estimated = info.estimated_frames
+        if self.progress.total is None and estimated is not None:
+            self.progress.total = max(0, (min(end, estimated) if end is not None else estimated) - start)
         writer = VideoWriter(config.output, written, self.encode, trim_start=start, trim_end=end,
                              queue_size=self.queue_frames, notify=self.notify)
         setup_seconds = time.perf_counter() - started

@@ -135,5 +135,5 @@ def test_a_small_face_that_walks_in_is_found_by_the_tile_scan(pool: ModelPool, g
             found_at = index
     options = swapper.tracker.options
     assert found_at is not None and 3 <= found_at <= 3 + options.detect_interval * options.tile_scan_every
-    detector = swapper.tracker.detector
+    detector = swapper.tracker.models.detector()
     assert len(detector.detect(frame, scan_tiles=False)) == 1 and len(detector.detect(frame)) == 2
