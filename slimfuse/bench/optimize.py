@@ -17,6 +17,7 @@ from pathlib import Path
 
 import onnxruntime as ort
 
+from slimfuse.models.runtime import QUIET_LOG_SEVERITY
 from slimfuse.models.store import Store
 from slimfuse.optimize.build import OptimizeRequest, Workshop, gate_bytes, make_variant, resolve
 
@@ -75,7 +76,7 @@ def _latencies(paths: dict[str, Path], feed: dict, runs: int) -> dict[str, float
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
-    options.log_severity_level = 3
+    options.log_severity_level = QUIET_LOG_SEVERITY
     sessions = {name: ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 for name, path in paths.items()}
     for session in sessions.values():  # warm up: first runs allocate

@@ -133,6 +133,11 @@ def provider_options(provider: str, options: RuntimeOptions) -> dict[str, Any]:
     raise ValueError(f"unknown execution provider {provider!r}")
 
 
+# Fatal only: ORT's warnings are not the user's business, and every error it logs also comes back as the
+# exception slimfuse reports in one line.
+QUIET_LOG_SEVERITY = 4
+
+
 def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     settings = ort.SessionOptions()
     settings.graph_optimization_level = GRAPH_OPTIMIZATION[options.graph_optimization]
@@ -140,7 +145,7 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     settings.inter_op_num_threads = options.inter_op_threads
     settings.enable_cpu_mem_arena = options.enable_cpu_arena
     settings.enable_mem_pattern = options.enable_mem_pattern
-    settings.log_severity_level = 3  # errors only: ORT's warnings are not the user's business
+    settings.log_severity_level = QUIET_LOG_SEVERITY
     return settings
 
 

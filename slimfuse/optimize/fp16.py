@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
+from slimfuse.models.runtime import QUIET_LOG_SEVERITY
 from onnx import TensorProto, helper, numpy_helper
 
 SENSITIVE_OPS: frozenset[str] = frozenset({
@@ -133,7 +134,7 @@ def tensor_ranges(model: onnx.ModelProto, feeds: Sequence[Mapping[str, np.ndarra
     names = [name for node in model.graph.node for name in node.output if name and name in floats and name not in present]
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
-    options.log_severity_level = 3
+    options.log_severity_level = QUIET_LOG_SEVERITY
     found: dict[str, float] = {}
     for start in range(0, max(len(names), 1), chunk):
         exposed = onnx.ModelProto()

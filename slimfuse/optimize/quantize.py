@@ -22,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 import onnx
+from slimfuse.models.runtime import QUIET_LOG_SEVERITY
 from onnx import helper, numpy_helper
 
 OrtLevel = Literal["basic", "extended"]
@@ -140,7 +141,7 @@ def ort_optimized_model(source: Path, destination: Path, level: OrtLevel = "basi
     options = ort.SessionOptions()
     options.graph_optimization_level = levels[level]
     options.optimized_model_filepath = str(destination)
-    options.log_severity_level = 3
+    options.log_severity_level = QUIET_LOG_SEVERITY
     ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
     return {"technique": "onnxruntime offline optimisation", "level": level}
 
