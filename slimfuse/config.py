@@ -1,13 +1,14 @@
 """RunConfig: every setting of a run, built once from the command line; the one place defaults live."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from slimfuse.faces.select import SelectorMode
 from slimfuse.faces.track import TrackerOptions
 from slimfuse.media.video_encoding import CONTAINERS
+from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, MemoryLevel
 from slimfuse.models.runtime import ArenaExtendStrategy, ConvAlgoSearch, RuntimeOptions
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions
 from slimfuse.processors.mask_types import MaskOptions, MaskType, Padding
@@ -85,6 +86,28 @@ class RunConfig:
     memory_budget: float | None = None
     """MB (2^20 bytes) the run plans within (slimfuse.memory.plan): process RSS on the CPU provider, device memory
     on a GPU provider; None: no plan limits."""
+    video_memory_level: int = DEFAULT_LEVEL
+    """0-3 (slimfuse.memory.levels): how much speed the run gives up for a lower peak; images too."""
+
+    @property
+    def memory_level(self) -> MemoryLevel:
+        return LEVELS[self.video_memory_level]
+
+    @property
+    def on_gpu(self) -> bool:
+        return any(provider != "cpu" for provider in self.execution_providers)
+
+    def with_level_caps(self) -> RunConfig:
+        """This config with its memory level's caps on the face crop and the frame enhancer's tiles applied."""
+        level = self.memory_level
+        face, tile = level.max_face_size, level.max_frame_tile
+        return replace(
+            self,
+            target_face_size=self.target_face_size if face is None else min(self.target_face_size, face),
+            face_swapper_pixel_boost=(self.face_swapper_pixel_boost if face is None or self.face_swapper_pixel_boost
+                                      is None else min(self.face_swapper_pixel_boost, face)),
+            frame_enhancer_tile_size=(self.frame_enhancer_tile_size if tile is None
+                                      else min(self.frame_enhancer_tile_size, tile)))
 
     @property
     def memory_budget_bytes(self) -> int | None:
@@ -108,13 +131,21 @@ class RunConfig:
         return self.execution_thread_count
 
     def runtime_options(self) -> RuntimeOptions:
-        """The ONNX Runtime settings of this run (sessions are made only by the model pool)."""
+        """The ONNX Runtime settings of this run (sessions are made only by the model pool). Without an explicit
+        --execution-gpu-memory-limit, a --memory-budget on a GPU provider caps the device arena too."""
+        level = self.memory_level
+        gpu_limit = self.execution_gpu_memory_limit
+        if gpu_limit is None and self.on_gpu:
+            gpu_limit = self.memory_budget_bytes
         return RuntimeOptions(
             providers=self.execution_providers,
             device_id=self.execution_device_id,
             strict_provider=self.strict_provider,
             intra_op_threads=self.intra_op_threads,
-            gpu_mem_limit=self.execution_gpu_memory_limit,
+            gpu_mem_limit=gpu_limit,
+            enable_cpu_arena=level.cpu_arena,
+            enable_mem_pattern=level.memory_patterns,
+            shrink_arenas=level.shrink_arenas,
             arena_extend_strategy=self.execution_arena_extend_strategy,
             cudnn_conv_algo_search=self.execution_cudnn_conv_algo_search,
             tensorrt_fp16=self.execution_tensorrt_fp16,

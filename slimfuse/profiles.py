@@ -26,23 +26,25 @@ def _profile(name: str, summary: str, **settings: object) -> Profile:
 PROFILES: Mapping[str, Profile] = MappingProxyType({profile.name: profile for profile in (
     _profile("cpu", "no GPU: the CPU provider, small faces and enhancer tiles",
              execution_providers=("cpu",), target_face_size=512, face_enhancer_model="none",
-             frame_enhancer_tile_size=128),
+             frame_enhancer_tile_size=128, video_memory_level=1),
     _profile("low-vram-4g", "a 4 GB GPU: CUDA within 3 GB, 720-px faces, an 8 GB process cap, jpg temp frames",
              execution_providers=("cuda",), execution_gpu_memory_limit=3 * GIB, target_face_size=720,
              system_memory_limit=8.0, temp_frame_format="jpg", face_enhancer_model="none",
-             frame_enhancer_tile_size=256),
+             frame_enhancer_tile_size=256, video_memory_level=1),
     _profile("vram-6g", "a 6 GB GPU: CUDA within 5 GB, 1024-px faces, a 12 GB process cap, streaming",
              execution_providers=("cuda",), execution_gpu_memory_limit=5 * GIB, target_face_size=1024,
-             system_memory_limit=12.0, frame_enhancer_tile_size=384),
+             system_memory_limit=12.0, frame_enhancer_tile_size=384, video_memory_level=1),
     _profile("vram-8g", "an 8 GB GPU: CUDA within 7 GB, 1024-px faces, a 16 GB process cap, streaming",
              execution_providers=("cuda",), execution_gpu_memory_limit=7 * GIB, target_face_size=1024,
-             system_memory_limit=16.0, frame_enhancer_tile_size=512),
+             system_memory_limit=16.0, frame_enhancer_tile_size=512, video_memory_level=1),
     _profile("jetson", "an NVIDIA Jetson (memory shared by CPU and GPU): CUDA within 2 GB, 512-px faces, "
-             "jpg temp frames, no enhancer",
+             "jpg temp frames, no enhancer, memory level 2",
              execution_providers=("cuda",), execution_gpu_memory_limit=2 * GIB, target_face_size=512,
-             temp_frame_format="jpg", face_enhancer_model="none", frame_enhancer_tile_size=128),
-    _profile("server", "a GPU of 12 GB or more: CUDA without an arena limit, 1024-px faces, large tiles",
-             execution_providers=("cuda",), target_face_size=1024, frame_enhancer_tile_size=512),
+             temp_frame_format="jpg", face_enhancer_model="none", frame_enhancer_tile_size=128,
+             video_memory_level=2),
+    _profile("server", "a GPU of 12 GB or more: CUDA without an arena limit, 1024-px faces, large tiles, memory level 0",
+             execution_providers=("cuda",), target_face_size=1024, frame_enhancer_tile_size=512,
+             video_memory_level=0),
 )})
 
 # Every option some profile sets: the command line must leave these unset (None) unless the user gives them.

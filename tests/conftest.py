@@ -1,4 +1,5 @@
-"""Shared fixtures: the real photos that ship inside installed packages, and the real model store."""
+"""Shared fixtures: the real photos that ship inside installed packages, the real model store, and an isolated
+store for models placed with --models-dir."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+
+import neural_models as nm
 
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
@@ -43,3 +46,13 @@ def store() -> Store:
 @pytest.fixture(scope="session")
 def pool(store: Store) -> ModelPool:
     return ModelPool(store)
+
+
+@pytest.fixture
+def models_dir(tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder for --models-dir (created by the first model saved there), with SLIMFUSE_HOME set to an isolated
+    store that links in the embedded models, so trust-on-first-use records stay out of the user's store."""
+    home = tmp_path / "home"
+    nm.isolated_store(home, store)
+    monkeypatch.setenv("SLIMFUSE_HOME", str(home))
+    return tmp_path / "placed"

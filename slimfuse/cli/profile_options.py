@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from slimfuse.config import RunConfig
+from slimfuse.memory.levels import LEVELS, STRATEGIES
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
 
 GB = 1 << 30
@@ -25,6 +26,15 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--system-memory-limit", type=_gigabytes, default=None, metavar="GB",
                        help="a hard cap on this process's memory in GB (2^30 bytes); running out under it is "
                        "exit 40 with no output (Linux: RLIMIT_DATA; Windows: a job object)")
+    level = group.add_mutually_exclusive_group()
+    level.add_argument("--video-memory-level", type=int, choices=list(LEVELS), default=None,
+                       help="0: every model resident, wide batches (fastest, most memory); 1: release what a stage "
+                       "no longer needs, batches sized to the budget (default); 2: stage by stage over chunks of "
+                       "frames, one generator resident at a time, analysis models on the CPU; 3: 2 plus the gated "
+                       "fp16 (GPU) / int8 (CPU) variants, 128-px frame-enhancer tiles and faces of at most 512 px")
+    level.add_argument("--video-memory-strategy", choices=list(STRATEGIES), default=None,
+                       help="the same as levels 0, 1 and 2: " + ", ".join(f"{name} = {number}"
+                                                                          for name, number in STRATEGIES.items()))
     group.add_argument("--report", type=Path, default=None, metavar="PATH",
                        help="write a JSON run report here (also on error): options, providers used, models "
                        "loaded and evicted, memory and time per stage")
@@ -33,6 +43,8 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
 def apply_profile(args: argparse.Namespace, defaults: RunConfig) -> None:
     """Give every option a profile can set its value: the one given on the command line (the parser leaves these
     None when absent), else the profile's, else RunConfig's default."""
+    if getattr(args, "video_memory_strategy", None) is not None:
+        args.video_memory_level = STRATEGIES[args.video_memory_strategy]
     names = {field.name for field in fields(defaults)}
     default = {option: getattr(defaults, option) for option in PROFILE_OPTIONS if option in names}
     given = {option: getattr(args, option, None) for option in PROFILE_OPTIONS}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -129,7 +129,7 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     """The run's settings: explicit options, then the --profile's, then the defaults."""
     apply_profile(args, DEFAULTS)
     variants = take_variants(args, MODEL_CHOICES)
-    return RunConfig(
+    config = RunConfig(
         sources=tuple(args.sources),
         target=args.target,
         output=args.output,
@@ -150,25 +150,31 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         profile=args.profile,
         system_memory_limit=args.system_memory_limit,
         memory_budget=args.memory_budget,
+        video_memory_level=args.video_memory_level,
         model_variants=variants,
         **_neural_config(args),
         **_mask_config(args),
         **_video_config(args),
     )
+    return config.with_level_caps()
 
 
 def _swap(args: argparse.Namespace, config: RunConfig, report: RunReport | None) -> tuple[Path, dict[str, object]]:
     """Run the swap; the output path and, for videos, the frame counts."""
     from slimfuse.pipeline.image import ImageSwapper  # heavy: only the swap itself needs it
-    from slimfuse.pipeline.run_memory import plan_run
+    from slimfuse.pipeline.run_memory import cpu_only_models, plan_run, reduced_precision_variants
 
     store = make_store(args)
+    if config.memory_level.reduced_precision:
+        config = replace(config, model_variants=reduced_precision_variants(config, store))
+        if report is not None:
+            report.config = config
     plan = plan_run(config, store)  # refuses a budget the job cannot fit in, before any work
     if report is not None:
         report.plan = plan
     gate_variants(store, config.model_variants, store.notify)
     pool = ModelPool(store, config.runtime_options(), budget_bytes=plan.pool_budget_bytes,
-                     variants=dict(config.model_variants))
+                     variants=dict(config.model_variants), cpu_only=cpu_only_models(config, store))
     batcher = AdaptiveBatcher(pool, plan.batch_sizes(), plan.batch_size, store.notify)
     stage: StageHook = lambda name: None  # noqa: E731
     if report is not None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from slimfuse.memory.limit import is_allocation_failure
 from slimfuse.models.pool import ModelPool
+from slimfuse.models.runtime import run_options
 from slimfuse.models.store import Notify
 from slimfuse.models.tensors import MAX_BATCH, batch_axis_free
 
@@ -63,6 +64,7 @@ class AdaptiveBatcher:
         shared = dict(shared or {})
         count = len(next(iter(items.values())))
         session = self.pool.session(model)
+        settings = run_options(session, self.pool.runtime)
         outputs: list[np.ndarray] = []
         start = 0
         while start < count:
@@ -71,12 +73,13 @@ class AdaptiveBatcher:
             for name, value in shared.items():
                 feeds[name] = np.repeat(value, stop - start, axis=0) if stop - start > 1 else value
             try:
-                output = session.run(None, feeds)[0]
+                output = session.run(None, feeds, settings)[0]
             except Exception as error:  # noqa: BLE001 - ORT raises many types; only allocation failures back off
                 if not is_allocation_failure(error):
                     raise
                 self._back_off(model, stop - start, error)
                 session = self.pool.session(model)
+                settings = run_options(session, self.pool.runtime)
                 continue
             outputs.append(output)
             start = stop

@@ -34,6 +34,8 @@ UNDESCRIBED_ACTIVATION = 1.0
 # Kinds whose batches the plan sizes (through memory.batching); the frame enhancer runs one tile at a time, the
 # analysis models one face.
 BATCHED_KINDS = frozenset({"swapper", "enhancer"})
+# The large models: a strict memory level keeps one of them resident at a time.
+GENERATOR_KINDS = frozenset({"swapper", "enhancer", "frame_enhancer"})
 # Whole-frame buffers a frame needs beside the queues while it is worked on (decoded, copied, pasted into, encoded).
 WORKING_FRAMES = 4
 
@@ -107,28 +109,35 @@ class MemoryPlan:
 
 
 def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_bytes: int, device: Device,
-                frame_bytes: int, max_batch: int, queue_frames: int, render_workers: int) -> MemoryPlan:
+                frame_bytes: int, max_batch: int, queue_frames: int, render_workers: int,
+                one_generator: bool = False, chunked: bool = False) -> MemoryPlan:
     """The plan for `models` under `budget_bytes`. queue_frames: the video's queue length (0 for an image);
-    frame_bytes: one decoded frame (0 when not budgeted). Raises MemoryBudgetError when the job cannot fit."""
+    frame_bytes: one decoded frame (0 when not budgeted); one_generator: the generators take turns (a strict
+    memory level), so only the largest counts; chunked: a chunk of `queue_frames` frames is held between the two
+    queues. Raises MemoryBudgetError when the job cannot fit."""
     host = device == "cpu"
     baseline = baseline_bytes if host else 0
-    weights = sum(need.weight_bytes for need in models)
+    weights = total = sum(need.weight_bytes for need in models)
+    if one_generator:
+        generators = [need.weight_bytes for need in models if need.kind in GENERATOR_KINDS]
+        weights -= sum(generators) - max(generators, default=0)
     largest_weight = max((need.weight_bytes for need in models), default=0)
 
-    def frames(queue: int) -> int:  # two queues (decoder, encoder) plus the frames being worked on
-        return frame_bytes * (2 * queue + render_workers + WORKING_FRAMES) if host else 0
+    def frames(queue: int) -> int:  # two queues (decoder, encoder), a chunk, plus the frames being worked on
+        return frame_bytes * ((3 if chunked else 2) * queue + render_workers + WORKING_FRAMES) if host else 0
 
     def activations(batch: int) -> int:  # every render worker may run the hungriest model at once
         return render_workers * max((need.activation(batch) for need in models), default=0)
 
     def plan(batch: int, queue: int, pool: int | None, peak: int, minimum: int) -> MemoryPlan:
-        return MemoryPlan(budget_bytes, device, baseline_bytes, tuple(models), pool, pool is None or pool >= weights,
+        return MemoryPlan(budget_bytes, device, baseline_bytes, tuple(models), pool, pool is None or pool >= total,
                           batch, queue, render_workers, frame_bytes, peak, minimum)
 
     smallest_queue = min(queue_frames, 1)
     minimum = baseline + frames(smallest_queue) + activations(1) + largest_weight
     if budget_bytes is None:
-        return plan(max_batch, queue_frames, None, baseline + frames(queue_frames) + activations(max_batch) + weights,
+        pool = weights if one_generator else None
+        return plan(max_batch, queue_frames, pool, baseline + frames(queue_frames) + activations(max_batch) + weights,
                     minimum)
     if budget_bytes < minimum:
         raise MemoryBudgetError(detail=(

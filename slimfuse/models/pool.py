@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,7 +57,9 @@ class _Entry:
 
 class ModelPool:
     def __init__(self, store: Store, runtime: RuntimeOptions = RuntimeOptions(), budget_bytes: int | None = None,
-                 notify: Notify | None = None, variants: Mapping[str, str] | None = None) -> None:
+                 notify: Notify | None = None, variants: Mapping[str, str] | None = None,
+                 cpu_only: Iterable[str] = ()) -> None:
+        """cpu_only: catalog models whose sessions run on the CPU whatever the providers (a memory level's)."""
         self.store = store
         self.variants: dict[str, str] = dict(variants or {})
         """Catalog name -> the variant (NAME.VARIANT) loaded in its place."""
@@ -73,7 +75,8 @@ class ModelPool:
         self._evictions = 0
         self._releases = 0
         self._released: list[str] = []
-        self._cpu_only: set[str] = set()
+        self._cpu_planned = frozenset(self.variants.get(name, name) for name in cpu_only)
+        self._cpu_only: set[str] = set(self._cpu_planned)
         self._peak = 0
         # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
         check_requested(runtime, self.provider_report, self.notify)
@@ -162,7 +165,7 @@ class ModelPool:
                 budget_bytes=self.budget_bytes,
                 loads_by_model=tuple(sorted(self._loads.items())),
                 released=tuple(self._released),
-                moved_to_cpu=tuple(sorted(self._cpu_only)),
+                moved_to_cpu=tuple(sorted(self._cpu_only - self._cpu_planned)),
             )
 
     def _load_session(self, name: str, path: Path) -> ort.InferenceSession:

@@ -72,6 +72,8 @@ class RuntimeOptions:
     inter_op_threads: int = 1
     enable_mem_pattern: bool = True
     enable_cpu_arena: bool = True
+    shrink_arenas: bool = False
+    """Ask ONNX Runtime to return its arenas' free memory after each generator run (see `run_options`)."""
     gpu_mem_limit: int | None = None
     """Bytes the CUDA / ROCm arena may hold (None: no limit); also TensorRT's workspace limit."""
     arena_extend_strategy: ArenaExtendStrategy = "kSameAsRequested"
@@ -146,6 +148,27 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     settings.enable_cpu_mem_arena = options.enable_cpu_arena
     settings.enable_mem_pattern = options.enable_mem_pattern
     settings.log_severity_level = QUIET_LOG_SEVERITY
+    return settings
+
+
+ARENA_PROVIDERS = frozenset({"CUDAExecutionProvider", "ROCMExecutionProvider"})
+"""Providers whose device allocator is an arena that can be shrunk."""
+
+
+def run_options(session: ort.InferenceSession, options: RuntimeOptions) -> ort.RunOptions | None:
+    """RunOptions that shrink the arenas `session` allocates from once the run ends, so a generator's peak
+    activations go back to the system (CPU) or the card (GPU) instead of staying reserved; None when
+    `options.shrink_arenas` is off or the session has no arena to shrink. ONNX Runtime refuses a shrink request
+    for an arena that does not exist, so only the session's own are named."""
+    if not options.shrink_arenas:
+        return None
+    arenas = [f"gpu:{options.device_id}"] if ARENA_PROVIDERS & set(session.get_providers()) else []
+    if options.enable_cpu_arena:
+        arenas.append("cpu:0")
+    if not arenas:
+        return None
+    settings = ort.RunOptions()
+    settings.add_run_config_entry("memory.enable_memory_arena_shrinkage", ";".join(arenas))
     return settings
 
 

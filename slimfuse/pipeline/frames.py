@@ -4,6 +4,7 @@ This is the part of the video pipeline that sees pixels; reading and writing str
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,7 +13,8 @@ from slimfuse.config import RunConfig
 from slimfuse.faces.track import FaceTracker, Track, TrackerOptions
 from slimfuse.faces.types import Face
 from slimfuse.pipeline.image import ImageSwapper
-from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions
+from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions, Slot
+from slimfuse.processors.base import FaceCrop
 from slimfuse.processors.blend import paste_back
 
 # In `one` mode another face must be this much larger before the swap moves to it, so it does not flicker
@@ -70,23 +72,32 @@ class FrameSwapper:
     def render(self, rgb: np.ndarray, targets: list[Target]) -> np.ndarray:
         """Swap `targets` into the frame. Safe to call from several threads for different frames when reuse is
         off (with reuse on, call it in frame order)."""
-        if not targets:
-            return self.swapper.finish_frame(rgb)
-        frame = rgb
+        return self.render_many([(rgb, targets)])[0]
+
+    def render_many(self, chunk: Sequence[tuple[np.ndarray, list[Target]]]) -> list[np.ndarray]:
+        """Swap each frame's targets into it, frames in order: each processor runs over the whole chunk (its
+        crops batched together) before the next, and at a memory level that keeps one generator resident at a
+        time its models are released after it."""
+        frames = [rgb for rgb, _ in chunk]
         for index, (processor, state) in enumerate(zip(self.swapper.processors, self.prepared, strict=True)):
-            crops = [processor.crop(frame, target.face) for target in targets]
-            keys = [(target.track_id, index) for target in targets]
-            results = [self.reuse.lookup(key, crop) for key, crop in zip(keys, crops, strict=True)]
-            missing = [i for i, result in enumerate(results) if result is None]
-            if missing:
-                fresh = processor.process([crops[i] for i in missing], state)
-                for i, result in zip(missing, fresh, strict=True):
-                    self.reuse.store(keys[i], crops[i], result)
-                    results[i] = result
-            for crop, result in zip(crops, results, strict=True):
-                assert result is not None
-                frame = paste_back(frame, result.image, result.alpha, crop.crop_from_frame)
-        return self.swapper.finish_frame(frame)
+            placed: list[tuple[int, FaceCrop, Slot]] = []
+            fresh: list[tuple[FaceCrop, Slot]] = []
+            for number, (_, targets) in enumerate(chunk):
+                for target in targets:
+                    crop = processor.crop(frames[number], target.face)
+                    claim = self.reuse.claim((target.track_id, index), crop)
+                    placed.append((number, crop, claim.slot))
+                    if claim.fresh:
+                        fresh.append((crop, claim.slot))
+            if fresh:
+                results = processor.process([crop for crop, _ in fresh], state)
+                for (_, slot), result in zip(fresh, results, strict=True):
+                    slot.result = result
+            for number, crop, slot in placed:
+                result = slot.fitted(crop.image.shape[:2])
+                frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame)
+            self.swapper.stage_done(processor)
+        return [self.swapper.finish_frame(frame) for frame in frames]
 
     def stats(self) -> FrameStats:
         return FrameStats(frames=self._frames, frames_with_faces=self._with_faces,

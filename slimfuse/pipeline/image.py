@@ -69,9 +69,14 @@ class ImageSwapper:
         if len(found) > 1:
             self._warn_if_mixed_identities(found)
         photos = [SourcePhoto(image=loaded.rgb, face=face) for loaded, face in found]
-        prepared = [processor.prepare(photos) for processor in self.processors]
+        prepared = []
+        for processor in self.processors:
+            prepared.append(processor.prepare(photos))
+            self.stage_done(processor)
         if self.frame_enhance is not None:
             self.pool.session(self.config.frame_enhancer_model)  # load (and check) it before any work
+        if self.config.memory_level.keep_resident:
+            return prepared
         identity = recognizer_models(self.config.face_recognizer_model)
         done = [name for processor in self.processors for name in processor.preparation_models]
         for name in dict.fromkeys([*done, *identity]):
@@ -114,7 +119,15 @@ class ImageSwapper:
             crops = [processor.crop(frame, face) for face in faces]
             for crop, result in zip(crops, processor.process(crops, state), strict=True):
                 frame = paste_back(frame, result.image, result.alpha, crop.crop_from_frame)
+            self.stage_done(processor)
         return frame
+
+    def stage_done(self, processor: FaceProcessor) -> None:
+        """A processor has run over what there was to do now: at a memory level that keeps one generator
+        resident at a time, its generator goes, so the next stage's can load."""
+        if self.config.memory_level.one_generator:
+            for name in processor.generator_models:
+                self.pool.release(name)
 
     def finish_frame(self, frame: np.ndarray) -> np.ndarray:
         """The whole frame after the face processors: the frame enhancer's result (at the frame's size, or at the

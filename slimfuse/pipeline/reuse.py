@@ -25,10 +25,32 @@ class ReuseOptions:
     max_frames: int = 3
 
 
+class Slot:
+    """Where one generated result is (or will be) kept: the frames that reuse it share the slot, so a chunk of
+    frames can decide what to reuse before the generator has run over the chunk."""
+
+    def __init__(self) -> None:
+        self.result: Processed | None = None
+
+    def fitted(self, shape: tuple[int, int]) -> Processed:
+        """The result at a crop of `shape` (crops cover the face in the same way each frame, so a size change
+        is a uniform scale)."""
+        if self.result is None:
+            raise RuntimeError("the slot's result was not generated")
+        return _fit(self.result, shape)
+
+
+@dataclass(frozen=True)
+class Claim:
+    slot: Slot
+    fresh: bool
+    """The caller must generate the result and put it in the slot; otherwise it is reused."""
+
+
 @dataclass
 class _Entry:
     probe: np.ndarray
-    result: Processed
+    slot: Slot
     reused: int = 0
 
 
@@ -39,7 +61,7 @@ def probe(crop: FaceCrop) -> np.ndarray:
 
 class ReuseCache:
     """Last result per (track, processor); owned by one video run. The analysis thread forgets ended tracks
-    while render threads look up and store, hence the lock."""
+    while render threads claim slots, hence the lock. Claims for one key must come in frame order."""
 
     def __init__(self, options: ReuseOptions) -> None:
         self.options = options
@@ -52,25 +74,22 @@ class ReuseCache:
     def enabled(self) -> bool:
         return self.options.threshold > 0 and self.options.max_frames > 0
 
-    def lookup(self, key: tuple[int, int], crop: FaceCrop) -> Processed | None:
-        """The cached result, resized to this crop, when the crop is close enough to the one it came from."""
+    def claim(self, key: tuple[int, int], crop: FaceCrop) -> Claim:
+        """The slot of the last result for `key` when the crop is close enough to the one it came from (and it
+        was reused fewer than max_frames times in a row); else a fresh slot that later claims may reuse."""
+        current = probe(crop) if self.enabled else None
         with self._lock:
             entry = self._entries.get(key)
-        if not self.enabled or entry is None or entry.reused >= self.options.max_frames:
-            return None
-        if float(np.abs(probe(crop) - entry.probe).mean()) > self.options.threshold:
-            return None
-        with self._lock:
-            entry.reused += 1
-            self.reused += 1
-        return _fit(entry.result, crop.image.shape[:2])
-
-    def store(self, key: tuple[int, int], crop: FaceCrop, result: Processed) -> None:
-        entry = _Entry(probe=probe(crop), result=result) if self.enabled else None
-        with self._lock:
+            if (current is not None and entry is not None and entry.reused < self.options.max_frames
+                    and float(np.abs(current - entry.probe).mean()) <= self.options.threshold):
+                entry.reused += 1
+                self.reused += 1
+                return Claim(entry.slot, fresh=False)
+            slot = Slot()
             self.generated += 1
-            if entry is not None:
-                self._entries[key] = entry
+            if current is not None:
+                self._entries[key] = _Entry(probe=current, slot=slot)
+            return Claim(slot, fresh=True)
 
     def forget(self, live_tracks: set[int]) -> None:
         """Drop the entries of tracks that ended, so memory stays flat over a long video."""
@@ -80,7 +99,6 @@ class ReuseCache:
 
 
 def _fit(result: Processed, shape: tuple[int, int]) -> Processed:
-    """Crops cover the face in the same way each frame, so a size change is a uniform scale."""
     if result.image.shape[:2] == shape:
         return result
     size = (shape[1], shape[0])

@@ -8,11 +8,10 @@ from slimfuse.faces.analyse import MESH_MODEL
 from slimfuse.faces.detect import BLAZEFACE_MODELS, SPECS, FaceDetector
 from slimfuse.faces.recognize import recognizer_models
 from slimfuse.media.video_io import probe
-from slimfuse.memory.plan import Device, MemoryPlan, ModelNeed, model_need, plan_memory
+from slimfuse.memory.plan import GENERATOR_KINDS, Device, MemoryPlan, ModelNeed, model_need, plan_memory
 from slimfuse.memory.probe import process_memory
 from slimfuse.models.store import Store
-from slimfuse.models.tensors import MAX_BATCH
-from slimfuse.pipeline.video import QUEUE_FRAMES, RENDER_WORKERS
+from slimfuse.models.variants import PASS, variant_filename, read_record
 
 
 def run_models(config: RunConfig, store: Store) -> tuple[str, ...]:
@@ -70,8 +69,43 @@ def plan_run(config: RunConfig, store: Store) -> MemoryPlan:
     for name in run_models(config, store):
         size = config.frame_enhancer_tile_size if name == config.frame_enhancer_model else None
         needs.append(model_need(store.catalog.get(name), file_bytes(store, name, variants), size))
-    device: Device = "cpu" if all(p == "cpu" for p in config.execution_providers) else "gpu"
+    device: Device = "gpu" if config.on_gpu else "cpu"
     budgeted = config.memory_budget_bytes is not None and device == "cpu"
+    level = config.memory_level
+    video = config.is_video
     return plan_memory(needs, config.memory_budget_bytes, process_memory().rss_bytes, device,
-                       frame_bytes(config.target, config.is_video) if budgeted else 0, MAX_BATCH,
-                       QUEUE_FRAMES if config.is_video else 0, RENDER_WORKERS if config.is_video else 1)
+                       frame_bytes(config.target, video) if budgeted else 0, level.max_batch,
+                       level.queue_frames if video else 0, level.render_workers if video and not level.chunked else 1,
+                       one_generator=level.one_generator, chunked=video and level.chunked)
+
+
+# The reduced-precision variants a memory level may pick, best first: fp16 halves the weights and runs fast on
+# GPUs; on the CPU int8 quarters them (static, calibrated on faces, before dynamic).
+GPU_VARIANTS = ("fp16",)
+CPU_VARIANTS = ("int8", "int8-dynamic")
+
+
+def reduced_precision_variants(config: RunConfig, store: Store) -> tuple[tuple[str, str], ...]:
+    """(catalog name, NAME.VARIANT) for each model of the run that has a stored variant which passed its gate and
+    was made from the file the store holds now; the variants the options chose already are kept. The store checks
+    each file's sha256 again when the pool loads it."""
+    chosen = dict(config.model_variants)
+    for name in run_models(config, store):
+        if name in chosen:
+            continue
+        spec = store.catalog.get(name)
+        original = spec.sha256 or store.recorded(name)
+        for variant in GPU_VARIANTS if config.on_gpu else CPU_VARIANTS:
+            record = read_record(store.model_dir / variant_filename(spec.filename, variant))
+            if record is not None and record.verdict == PASS and record.original_sha256 == original:
+                chosen[name] = f"{name}.{variant}"
+                break
+    return tuple(sorted(chosen.items()))
+
+
+def cpu_only_models(config: RunConfig, store: Store) -> tuple[str, ...]:
+    """The models the run keeps on the CPU whatever the provider: at a level that says so, the light analysis
+    models (detectors, landmarkers, recognisers, masks), so the device holds only the generators."""
+    if not (config.on_gpu and config.memory_level.analysis_on_cpu):
+        return ()
+    return tuple(name for name in run_models(config, store) if store.catalog.get(name).kind not in GENERATOR_KINDS)

@@ -31,11 +31,6 @@ from slimfuse.pipeline.image import ImageSwapper, refuse_overwriting_inputs
 from slimfuse.pipeline.report import StageHook
 from slimfuse.pipeline.reuse import ReuseOptions
 
-# Frames waiting between stages: enough to keep both cores busy, few enough that memory stays small (the default;
-# a --memory-budget plan may shorten it).
-QUEUE_FRAMES = 8
-# Threads rendering frames at once (when reuse does not chain each frame to the one before).
-RENDER_WORKERS = 2
 # Reuse threshold when --reuse-threshold is not given and the swapper is a neural generator.
 NEURAL_REUSE_THRESHOLD = 2.0
 
@@ -76,11 +71,12 @@ def reuse_options(config: RunConfig) -> ReuseOptions:
 class VideoSwapJob:
     def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
                  progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None,
-                 batcher: AdaptiveBatcher | None = None, queue_frames: int = QUEUE_FRAMES) -> None:
-        """batcher: the run's batch sizes and out-of-memory back-off; queue_frames: frames each queue holds."""
+                 batcher: AdaptiveBatcher | None = None, queue_frames: int | None = None) -> None:
+        """batcher: the run's batch sizes and out-of-memory back-off; queue_frames: frames each queue (and chunk)
+        holds (default: the memory level's)."""
         self.config = config
         self.batcher = batcher
-        self.queue_frames = max(1, queue_frames)
+        self.queue_frames = max(1, config.memory_level.queue_frames if queue_frames is None else queue_frames)
         self.stage: StageHook = stage or (lambda name: None)
         self.pool = pool
         self.notify = notify
@@ -111,7 +107,9 @@ class VideoSwapJob:
         with writer:
             with VideoReader(config.target, start=start, end=end, queue_size=self.queue_frames, info=info) as reader:
                 try:
-                    if self.temp is None:
+                    if self.temp is None and config.memory_level.chunked:
+                        self._in_chunks(reader, frames, writer)
+                    elif self.temp is None:
                         self._stream(reader, frames, writer)
                     else:
                         self._through_disk(reader, frames, writer, self.temp)
@@ -126,10 +124,10 @@ class VideoSwapJob:
         return VideoResult(config.output, info, writer.frames_written, stats, setup_seconds)
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
-        """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by
-        RENDER_WORKERS threads (one when reuse links each frame to the last), and written in order. ONNX
+        """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by the
+        memory level's render threads (one when reuse links each frame to the last), and written in order. ONNX
         Runtime, OpenCV and FFmpeg do their work outside the GIL, so the threads share the cores."""
-        workers = 1 if frames.reuse.enabled else RENDER_WORKERS
+        workers = 1 if frames.reuse.enabled else self.config.memory_level.render_workers
         in_flight: deque[tuple[VideoFrame, Future[np.ndarray]]] = deque()
         with ThreadPoolExecutor(1, "slimfuse-analyse") as analysis, ThreadPoolExecutor(workers, "slimfuse-render") as render:
             try:
@@ -148,6 +146,30 @@ class VideoSwapJob:
                 raise
             while in_flight:
                 self._write_oldest(in_flight, writer)
+
+    def _in_chunks(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
+        """Frames analysed in order and rendered a chunk at a time (the memory levels that say so): each
+        processor runs over the whole chunk, in wide batches, before the next one loads."""
+        chunk: list[tuple[VideoFrame, list[Target]]] = []
+
+        def flush() -> None:
+            if not chunk:
+                return
+            rendered = frames.render_many([(frame.rgb, targets) for frame, targets in chunk])
+            for (frame, _), rgb in zip(chunk, rendered, strict=True):
+                writer.write(frame.with_rgb(rgb))
+                self.progress.advance()
+            chunk.clear()
+
+        try:
+            for frame in reader:
+                chunk.append((frame, frames.analyse(frame.rgb, frame.time)))
+                if len(chunk) >= self.queue_frames:
+                    flush()
+        except VideoDecodeStoppedError:
+            flush()  # the frames that did decode are kept too
+            raise
+        flush()
 
     def _write_oldest(self, in_flight: deque[tuple[VideoFrame, Future[np.ndarray]]], writer: VideoWriter) -> None:
         frame, rendered = in_flight.popleft()

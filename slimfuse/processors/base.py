@@ -52,6 +52,11 @@ class FaceProcessor(Protocol):
         """Catalog models only `prepare` uses: the run can release them once the sources are prepared."""
         ...
 
+    @property
+    def generator_models(self) -> tuple[str, ...]:
+        """The large models `process` runs: a strict memory level releases them after each stage."""
+        ...
+
     def prepare(self, sources: Sequence[SourcePhoto]) -> object:
         """What the processor needs from the source photos (a texture, an embedding), computed once a run."""
         ...

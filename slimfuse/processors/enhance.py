@@ -41,6 +41,7 @@ class EnhanceProcessor:
         self.masker = masker if masker is not None else FaceMasker(pool)
         self.batcher = batcher if batcher is not None else AdaptiveBatcher(pool)
         self.preparation_models: tuple[str, ...] = ()
+        self.generator_models: tuple[str, ...] = (model,)
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> None:
         self.pool.session(self.model)  # load (and check) the enhancer and its mask models before any work for them

@@ -17,6 +17,7 @@ class MeshSwapProcessor:
         self.swapper = MeshSwapper(topology, options)
         self.max_face_size = max_face_size
         self.preparation_models: tuple[str, ...] = ()
+        self.generator_models: tuple[str, ...] = ()
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> SourceFace:
         best = max(sources, key=lambda photo: frontalness(photo.face))

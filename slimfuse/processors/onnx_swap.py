@@ -72,6 +72,7 @@ class OnnxSwapProcessor:
             raise ValueError(f"{model} is not a neural face swapper")
         self.pool = pool
         self.model = model
+        self.generator_models: tuple[str, ...] = (model,)
         self.io = spec.io
         self.recipe = RECIPES[model]
         self.template: str = spec.io.template

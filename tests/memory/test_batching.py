@@ -30,12 +30,15 @@ class FailingSession:
     def get_inputs(self) -> Any:
         return self.session.get_inputs()
 
-    def run(self, names: Any, feeds: dict[str, np.ndarray]) -> Any:
+    def get_providers(self) -> Any:
+        return self.session.get_providers()
+
+    def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> Any:
         batch = len(next(iter(feeds.values())))
         self.calls.append(batch)
         if self.fails(batch):
             raise RuntimeError(ORT_OOM)
-        return self.session.run(names, feeds)
+        return self.session.run(names, feeds, options)
 
 
 def first_call_over(limit: int) -> Callable[[int], bool]:

@@ -141,9 +141,12 @@ class _Counting:
     def get_inputs(self):  # type: ignore[no-untyped-def]
         return self.session.get_inputs()  # type: ignore[attr-defined]
 
-    def run(self, names, feeds):  # type: ignore[no-untyped-def]
+    def get_providers(self):  # type: ignore[no-untyped-def]
+        return self.session.get_providers()  # type: ignore[attr-defined]
+
+    def run(self, names, feeds, options=None):  # type: ignore[no-untyped-def]
         self.batches.append(len(feeds["target"]))
-        return self.session.run(names, feeds)  # type: ignore[attr-defined]
+        return self.session.run(names, feeds, options)  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="module")
