@@ -175,7 +175,7 @@ def _swap(args: argparse.Namespace, config: RunConfig, report: RunReport | None)
     gate_variants(store, config.model_variants, store.notify)
     pool = ModelPool(store, config.runtime_options(), budget_bytes=plan.pool_budget_bytes,
                      variants=dict(config.model_variants), cpu_only=cpu_only_models(config, store))
-    batcher = AdaptiveBatcher(pool, plan.batch_sizes(), plan.batch_size, store.notify)
+    batcher = AdaptiveBatcher(pool, plan.batch_sizes(), plan.batch_size, store.notify, plan.refine_within_bytes)
     stage: StageHook = lambda name: None  # noqa: E731
     if report is not None:
         report.pool, report.batcher, stage = pool, batcher, report.stage
@@ -201,12 +201,13 @@ def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, not
         raise UsageError(config.output, f"a video target needs a video output ({', '.join(CONTAINERS)})")
     encode = EncodeSettings(encoder=args.output_video_encoder, quality=args.output_video_quality,
                             preset=args.output_video_preset, fps=args.output_video_fps,
-                            scale=args.output_video_scale, skip_audio=args.skip_audio)
+                            scale=args.output_video_scale, skip_audio=args.skip_audio, threads=plan.codec_threads)
     temp = None
     if args.temp_frame_format is not None:
         temp = TempFrameOptions(args.temp_frame_format, args.temp_path, args.keep_temp)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
-    result = VideoSwapJob(config, pool, notify, encode, progress, temp, stage, batcher, plan.queue_frames).run()
+    result = VideoSwapJob(config, pool, notify, encode, progress, temp, stage, batcher, plan.queue_frames,
+                          plan.codec_threads).run()
     stats = result.stats
     progress.finish(output=str(result.output), frames_written=result.frames_written,
                     frames_with_faces=stats.frames_with_faces, detections=stats.detections_run,

@@ -47,6 +47,7 @@ class EncodeSettings:
     fps: a constant output rate (frames are duplicated or dropped by timestamp), or None to keep every input
       frame's own timestamp.
     scale: output size factor (0.5 halves both sides).
+    threads: the encoder's threads (0: FFmpeg's choice; 1 under a tight --memory-budget: each thread holds frames).
     """
 
     encoder: str | None = None
@@ -55,6 +56,7 @@ class EncodeSettings:
     fps: Fraction | None = None
     scale: float = 1.0
     skip_audio: bool = False
+    threads: int = 0
 
     def __post_init__(self) -> None:
         if self.encoder is not None and self.encoder not in ENCODERS:

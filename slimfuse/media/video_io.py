@@ -211,8 +211,10 @@ class VideoReader:
     """
 
     def __init__(self, path: Path, *, start: int = 0, end: int | None = None, queue_size: int = DEFAULT_QUEUE,
-                 info: VideoInfo | None = None) -> None:
+                 info: VideoInfo | None = None, threads: int = 0) -> None:
+        """threads: the decoder's threads (0: FFmpeg's choice; each thread holds frames)."""
         self.info = info or probe(Path(path))
+        self.threads = threads
         _check_trim(self.info, start, end)
         self.start, self.end = start, end
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
@@ -270,6 +272,8 @@ class VideoReader:
             with av.open(str(self.info.path)) as container:
                 stream = container.streams.video[0]
                 stream.thread_type = "AUTO"
+                if self.threads and stream.codec_context is not None:
+                    stream.codec_context.thread_count = self.threads
                 self._decode(container, stream)
             self._put(_END)
         except _Stopped:
@@ -564,6 +568,8 @@ class VideoWriter:
         # BT.709, limited range: what the RGB -> YUV conversion below uses, tagged so players decode it the same way.
         context.colorspace, context.color_primaries, context.color_trc, context.color_range = 1, 1, 1, 1
         context.thread_type = "AUTO"
+        if self.settings.threads:
+            context.thread_count = self.settings.threads
         if self._fmt == "avi":
             context.max_b_frames = 0  # AVI stores no presentation times: with B-frames they would be guessed
         return video

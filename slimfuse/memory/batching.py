@@ -4,7 +4,8 @@ pool) and retry there. Each step is announced through notify and kept for the ru
 and each output is kept exactly once, so nothing is dropped or duplicated whatever fails.
 
 A model's batch size is shared by every thread of the run and only ever shrinks: the memory that failed once
-will fail again.
+will fail again. Under a CPU budget the plan's batch sizes are estimates; the first wide batch of each model is
+measured (the process's peak RSS around it) and the size refined to what the budget holds.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from slimfuse.memory.limit import is_allocation_failure
+from slimfuse.memory.probe import MB, peak_rss_bytes, process_memory
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.runtime import run_options
 from slimfuse.models.store import Notify
@@ -27,7 +29,7 @@ class BatchStep:
     """One back-off step, for the run report."""
 
     model: str
-    action: Literal["halved", "moved_to_cpu"]
+    action: Literal["halved", "moved_to_cpu", "refined"]
     batch_from: int
     batch_to: int
     reason: str
@@ -35,9 +37,12 @@ class BatchStep:
 
 class AdaptiveBatcher:
     def __init__(self, pool: ModelPool, sizes: Mapping[str, int] | None = None, default: int = MAX_BATCH,
-                 notify: Notify | None = None) -> None:
-        """sizes: the starting batch size per model (the memory plan's); `default` for the others."""
+                 notify: Notify | None = None, refine_within: int | None = None) -> None:
+        """sizes: the starting batch size per model (the memory plan's); `default` for the others; refine_within:
+        the RSS bytes the first wide batch of each model is measured against (None: not measured)."""
         self.pool = pool
+        self.refine_within = refine_within
+        self._measured: set[str] = set()
         self.default = max(1, default)
         self.notify: Notify = notify if notify is not None else pool.notify
         self._sizes: dict[str, int] = {name: max(1, size) for name, size in (sizes or {}).items()}
@@ -72,8 +77,12 @@ class AdaptiveBatcher:
             feeds = {name: value[start:stop] for name, value in items.items()}
             for name, value in shared.items():
                 feeds[name] = np.repeat(value, stop - start, axis=0) if stop - start > 1 else value
+            measure = self._first_wide_batch(model, stop - start)
             try:
+                before, peak_before = (process_memory().rss_bytes, peak_rss_bytes()) if measure else (0, 0)
                 output = session.run(None, feeds, settings)[0]
+                if measure:
+                    self._refine(model, stop - start, before, peak_before)
             except Exception as error:  # noqa: BLE001 - ORT raises many types; only allocation failures back off
                 if not is_allocation_failure(error):
                     raise
@@ -84,6 +93,34 @@ class AdaptiveBatcher:
             outputs.append(output)
             start = stop
         return np.concatenate(outputs, axis=0)
+
+    def _first_wide_batch(self, model: str, items: int) -> bool:
+        """Whether this batch is the one to measure: the first of `model` with more than one item, under a budget."""
+        if self.refine_within is None or items < 2:
+            return False
+        with self._lock:
+            if model in self._measured:
+                return False
+            self._measured.add(model)
+            return True
+
+    def _refine(self, model: str, batch: int, before: int, peak_before: int) -> None:
+        """Lower `model`'s batch size to what the budget holds, from the peak RSS its first wide batch reached. A
+        peak that did not rise past the earlier one fits already (the earlier peak was within the budget)."""
+        peak = peak_rss_bytes()
+        assert self.refine_within is not None
+        if peak <= max(peak_before, self.refine_within):
+            return
+        per_item = max(1, (peak - before) // batch)
+        fits = max(1, (self.refine_within - before) // per_item)
+        with self._lock:
+            current = self._sizes.get(model, self.default)
+            if fits >= current:
+                return
+            self._sizes[model] = fits
+            reason = f"a batch of {batch} peaked at {peak / MB:.0f} MB RSS, {per_item / MB:.0f} MB per item"
+            self._steps.append(BatchStep(model, "refined", current, fits, reason))
+        self.notify(f"slimfuse: {model}: {reason}; batches of {fits} keep to the budget")
 
     def _back_off(self, model: str, failed: int, error: Exception) -> None:
         """Halve the batch that failed, or at batch 1 move the model to the CPU; re-raise when neither is left."""

@@ -6,9 +6,11 @@ frames stay on the host). A model's resident bytes are estimated before anything
 size, what the pool counts) plus activations per batch item, `ACTIVATION_FACTOR[kind]` times the bytes of its
 float32 input at the size it runs at.
 
-What the plan gives up, in order, when the job does not fit: wide batches (halved down to 1), frames in flight
-(video queues halved down to 1), then keeping every model resident together (the pool's budget shrinks and models
-are reloaded when needed, down to the largest one alone). Below that the job cannot fit: MemoryBudgetError.
+What the plan gives up, in order, when the job does not fit: wide batches (halved down to 1), threaded video
+codecs (one thread each), frames in flight (video queues halved down to 1), then keeping every model resident
+together (the pool's budget shrinks and models are reloaded when needed, down to the largest one alone). Below
+that the job cannot fit: MemoryBudgetError. The plan fills PLANNED_SHARE of the budget, leaving a margin for what
+an estimate cannot know; the first batch of each generator refines it (slimfuse.memory.batching).
 """
 from __future__ import annotations
 
@@ -36,8 +38,22 @@ UNDESCRIBED_ACTIVATION = 1.0
 BATCHED_KINDS = frozenset({"swapper", "enhancer"})
 # The large models: a strict memory level keeps one of them resident at a time.
 GENERATOR_KINDS = frozenset({"swapper", "enhancer", "frame_enhancer"})
-# Whole-frame buffers a frame needs beside the queues while it is worked on (decoded, copied, pasted into, encoded).
-WORKING_FRAMES = 4
+# Whole-frame buffers the work on frames needs beside the queues: an image is read, copied, pasted into and
+# written; a video's frames are also converted for the encoder and tiled for the detector while the next ones are
+# analysed (measured at 720p).
+IMAGE_WORKING_FRAMES = 4
+# The plan fills this share of the budget: the estimate is a model, and RSS moves with allocator and thread
+# timing (runs of the same 720p job peak within about 20 MB of each other).
+PLANNED_SHARE = 0.92
+VIDEO_WORKING_FRAMES = 20
+# What FFmpeg's decoder and encoder hold, in decoded frames: reference frames, x264's lookahead and frames per
+# codec thread (measured at 720p on 2 cores: about 105 MB, 40 frames of 2.6 MB, with FFmpeg's thread counts;
+# 26 frames with one thread each, what a tight budget asks for).
+CODEC_FRAMES = 40
+SINGLE_THREAD_CODEC_FRAMES = 26
+# Under a budget the codecs get the thread count CODEC_FRAMES was measured with: FFmpeg's own choice grows with
+# the machine's cores, and so would their memory.
+CODEC_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -89,6 +105,17 @@ class MemoryPlan:
     estimated_peak_bytes: int
     minimum_budget_bytes: int
     """The smallest budget this job fits in (batch 1, one frame queued, the largest model alone)."""
+    codec_threads: int = 0
+    """Threads of the video decoder and encoder: 0 lets FFmpeg choose (no budget), CODEC_THREADS under a budget,
+    1 when the budget is tight."""
+
+    @property
+    def refine_within_bytes(self) -> int | None:
+        """The RSS the first batches must stay under, or None: on the CPU under a budget, the planned share of it
+        (device memory cannot be read per batch the same way)."""
+        if self.budget_bytes is None or self.device != "cpu":
+            return None
+        return int(self.budget_bytes * PLANNED_SHARE)
 
     def batch_sizes(self) -> dict[str, int]:
         return {need.name: self.batch_size for need in self.models if need.batched}
@@ -102,7 +129,7 @@ class MemoryPlan:
             "all_resident": self.all_resident, "batch_sizes": self.batch_sizes(), "queue_frames": self.queue_frames,
             "render_workers": self.render_workers, "frame_mb": round(self.frame_bytes / MB, 2),
             "estimated_peak_mb": round(self.estimated_peak_bytes / MB, 1),
-            "minimum_budget_mb": round(self.minimum_budget_bytes / MB, 1),
+            "minimum_budget_mb": round(self.minimum_budget_bytes / MB, 1), "codec_threads": self.codec_threads,
             "models": [{"name": need.name, "kind": need.kind, "weights_mb": round(need.weight_bytes / MB, 1),
                         "activation_mb_per_item": round(need.item_bytes / MB, 1)} for need in self.models],
         }
@@ -123,37 +150,45 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
         weights -= sum(generators) - max(generators, default=0)
     largest_weight = max((need.weight_bytes for need in models), default=0)
 
-    def frames(queue: int) -> int:  # two queues (decoder, encoder), a chunk, plus the frames being worked on
-        return frame_bytes * ((3 if chunked else 2) * queue + render_workers + WORKING_FRAMES) if host else 0
+    video = queue_frames > 0
+
+    def frames(queue: int, threaded: bool) -> int:  # the queues, a chunk, the codecs, the frames being worked on
+        codec = (CODEC_FRAMES if threaded else SINGLE_THREAD_CODEC_FRAMES) if video else 0
+        working = VIDEO_WORKING_FRAMES if video else IMAGE_WORKING_FRAMES
+        return frame_bytes * ((3 if chunked else 2) * queue + codec + render_workers + working) if host else 0
 
     def activations(batch: int) -> int:  # every render worker may run the hungriest model at once
         return render_workers * max((need.activation(batch) for need in models), default=0)
 
-    def plan(batch: int, queue: int, pool: int | None, peak: int, minimum: int) -> MemoryPlan:
+    def plan(batch: int, queue: int, threaded: bool, pool: int | None, peak: int, minimum: int) -> MemoryPlan:
         return MemoryPlan(budget_bytes, device, baseline_bytes, tuple(models), pool, pool is None or pool >= total,
-                          batch, queue, render_workers, frame_bytes, peak, minimum)
+                          batch, queue, render_workers, frame_bytes, peak, minimum,
+                          (0 if budget_bytes is None or not host else CODEC_THREADS) if threaded else 1)
 
     smallest_queue = min(queue_frames, 1)
-    minimum = baseline + frames(smallest_queue) + activations(1) + largest_weight
+    minimum = int((baseline + frames(smallest_queue, False) + activations(1) + largest_weight) / PLANNED_SHARE)
     if budget_bytes is None:
         pool = weights if one_generator else None
-        return plan(max_batch, queue_frames, pool, baseline + frames(queue_frames) + activations(max_batch) + weights,
-                    minimum)
+        return plan(max_batch, queue_frames, True, pool,
+                    baseline + frames(queue_frames, True) + activations(max_batch) + weights, minimum)
     if budget_bytes < minimum:
         raise MemoryBudgetError(detail=(
             f"--memory-budget {budget_bytes / MB:g} MB is too small for this job: it needs at least "
             f"{-(-minimum // MB)} MB ({'process RSS' if host else 'device memory'}: "
             f"{baseline / MB:.0f} MB already in use, {largest_weight / MB:.0f} MB for the largest model, "
-            f"{(minimum - baseline - largest_weight) / MB:.0f} MB for its activations and the frames)"))
-    batch, queue = max_batch, queue_frames
+            f"the rest for its activations, the frames and a margin of {1 - PLANNED_SHARE:.0%})"))
+    room = int(budget_bytes * PLANNED_SHARE)
+    batch, queue, threaded = max_batch, queue_frames, True
     while True:
-        need = baseline + frames(queue) + activations(batch) + weights
-        if need <= budget_bytes:
-            return plan(batch, queue, budget_bytes - need + weights, need, minimum)
+        need = baseline + frames(queue, threaded) + activations(batch) + weights
+        if need <= room:
+            return plan(batch, queue, threaded, room - need + weights, need, minimum)
         if batch > 1:
             batch //= 2
+        elif threaded and video and host:
+            threaded = False
         elif queue > smallest_queue:
             queue //= 2
         else:  # models take turns in the room that is left (at least the largest one, checked above)
-            pool = budget_bytes - baseline - frames(queue) - activations(1)
-            return plan(1, queue, pool, budget_bytes, minimum)
+            pool = room - baseline - frames(queue, threaded) - activations(1)
+            return plan(1, queue, threaded, pool, room, minimum)

@@ -71,9 +71,12 @@ def reuse_options(config: RunConfig) -> ReuseOptions:
 class VideoSwapJob:
     def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
                  progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None,
-                 batcher: AdaptiveBatcher | None = None, queue_frames: int | None = None) -> None:
+                 batcher: AdaptiveBatcher | None = None, queue_frames: int | None = None,
+                 decoder_threads: int = 0) -> None:
         """batcher: the run's batch sizes and out-of-memory back-off; queue_frames: frames each queue (and chunk)
-        holds (default: the memory level's)."""
+        holds (default: the memory level's); decoder_threads: 0 lets FFmpeg choose (the encoder's are in
+        `encode`)."""
+        self.decoder_threads = decoder_threads
         self.config = config
         self.batcher = batcher
         self.queue_frames = max(1, config.memory_level.queue_frames if queue_frames is None else queue_frames)
@@ -105,7 +108,8 @@ class VideoSwapJob:
                              queue_size=self.queue_frames, notify=self.notify)
         setup_seconds = time.perf_counter() - started
         with writer:
-            with VideoReader(config.target, start=start, end=end, queue_size=self.queue_frames, info=info) as reader:
+            with VideoReader(config.target, start=start, end=end, queue_size=self.queue_frames, info=info,
+                             threads=self.decoder_threads) as reader:
                 try:
                     if self.temp is None and config.memory_level.chunked:
                         self._in_chunks(reader, frames, writer)

@@ -12,6 +12,7 @@ import pytest
 import neural_models as nm
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.memory.batching import AdaptiveBatcher, BatchStep
+from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import SourcePhoto
@@ -134,3 +135,44 @@ def test_the_swapper_backs_off_with_identical_output(batch_pool: ModelPool, monk
     results = swap(batcher)
     assert all(np.array_equal(a, b) for a, b in zip(results, expected, strict=True))
     assert calls == [8, 4, 4, 4, 4] and batcher.steps()[0].batch_to == 4
+
+
+class AllocatingSession(FailingSession):
+    """A session that touches `per_item` bytes per batch item while it runs, as a generator's activations do."""
+
+    def __init__(self, session: Any, per_item: int, calls: list[int]) -> None:
+        super().__init__(session, lambda batch: False, calls)
+        self.per_item = per_item
+
+    def run(self, names: Any, feeds: dict[str, np.ndarray], options: Any = None) -> Any:
+        activations = np.ones(self.per_item * len(next(iter(feeds.values()))), np.uint8)
+        result = super().run(names, feeds, options)
+        del activations
+        return result
+
+
+@pytest.mark.skipif(not reset_peak_rss(), reason="needs a resettable peak RSS (Linux)")
+def test_the_first_wide_batch_refines_the_batch_size_to_the_budget(batch_pool: ModelPool,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    model, per_item = "gfpgan_1.4", 40 * MB
+    items = np.random.default_rng(7).random((8, 3, 512, 512), dtype=np.float32)
+    calls: list[int] = []
+    real = batch_pool.session
+    monkeypatch.setattr(batch_pool, "session", lambda name: AllocatingSession(real(name), per_item, calls))
+    batch_pool.session(model)
+    reset_peak_rss()
+    messages: list[str] = []
+    within = process_memory().rss_bytes + 100 * MB  # room for about two items' activations
+    batcher = AdaptiveBatcher(batch_pool, {model: 4}, notify=messages.append, refine_within=within)
+    assert np.array_equal(batcher.run(model, {"input": items}), items)  # the stand-in gives back its input
+    assert calls[0] == 4 and set(calls[1:]) == {2} and sum(calls) == 8 and batcher.size(model) == 2
+    [step] = batcher.steps()
+    assert (step.action, step.batch_from, step.batch_to) == ("refined", 4, 2) and "keep to the budget" in messages[0]
+    batcher.run(model, {"input": items[:4]})  # measured once per model
+    assert len(batcher.steps()) == 1
+
+
+def test_without_a_budget_batches_are_not_measured(batch_pool: ModelPool) -> None:
+    batcher = AdaptiveBatcher(batch_pool, {"gfpgan_1.4": 4})
+    batcher.run("gfpgan_1.4", {"input": np.zeros((8, 3, 512, 512), np.float32)})
+    assert batcher.steps() == [] and batcher.size("gfpgan_1.4") == 4

@@ -10,7 +10,7 @@ import pytest
 from slimfuse.cli.main import main
 from slimfuse.config import RunConfig
 from slimfuse.errors import MemoryBudgetError
-from slimfuse.memory.plan import MB, MemoryPlan, ModelNeed, model_need, plan_memory
+from slimfuse.memory.plan import MB, PLANNED_SHARE, MemoryPlan, ModelNeed, model_need, plan_memory
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.store import Store
 from slimfuse.pipeline.run_memory import run_models
@@ -28,37 +28,40 @@ def plan(budget_mb: float | None, queue: int = 8, workers: int = 2) -> MemoryPla
 def test_without_a_budget_nothing_is_limited() -> None:
     free = plan(None)
     assert free.pool_budget_bytes is None and free.all_resident and free.batch_size == 8 and free.queue_frames == 8
-    # baseline + frames (2 queues of 8, 2 rendering, 4 working) + two workers' widest activations + every weight
-    assert free.estimated_peak_bytes == (100 + 3 * 22 + 2 * 160 + 402) * MB
+    # baseline + frames (2 queues of 8, 40 in the codecs, 2 rendering, 20 working) + two workers' widest
+    # activations + every weight
+    assert free.estimated_peak_bytes == (100 + 3 * 78 + 2 * 160 + 402) * MB and free.codec_threads == 0
     assert free.batch_sizes() == {"swapper": 8, "enhancer": 8}
 
 
-def test_batches_shrink_first_then_queues_then_residency() -> None:
+def test_batches_shrink_first_then_codec_threads_then_queues_then_residency() -> None:
     roomy = plan(2000)
-    assert roomy.batch_size == 8 and roomy.queue_frames == 8 and roomy.all_resident
+    assert (roomy.batch_size, roomy.codec_threads, roomy.queue_frames, roomy.all_resident) == (8, 2, 8, True)
     assert roomy.pool_budget_bytes is not None and roomy.pool_budget_bytes >= 402 * MB
-    halved = plan(700)
-    assert halved.batch_size == 2 and halved.queue_frames == 8 and halved.all_resident
-    queues = plan(600)
-    assert queues.batch_size == 1 and queues.queue_frames < 8 and queues.all_resident
-    turns = plan(500)
-    assert turns.batch_size == 1 and turns.queue_frames == 1 and not turns.all_resident
+    halved = plan(900)
+    assert (halved.batch_size, halved.codec_threads, halved.queue_frames, halved.all_resident) == (2, 2, 8, True)
+    single = plan(810)
+    assert (single.batch_size, single.codec_threads, single.queue_frames, single.all_resident) == (1, 1, 8, True)
+    queues = plan(770)
+    assert (queues.batch_size, queues.codec_threads, queues.queue_frames, queues.all_resident) == (1, 1, 2, True)
+    turns = plan(700)
+    assert (turns.batch_size, turns.queue_frames, turns.all_resident) == (1, 1, False)
     assert turns.pool_budget_bytes is not None and 300 * MB <= turns.pool_budget_bytes < 402 * MB
-    for each in (roomy, halved, queues, turns):
-        assert each.estimated_peak_bytes <= each.budget_bytes  # type: ignore[operator]
+    for each in (roomy, halved, single, queues, turns):  # with the margin left free
+        assert each.estimated_peak_bytes <= each.budget_bytes * PLANNED_SHARE  # type: ignore[operator]
 
 
 def test_an_impossible_budget_is_refused_with_the_smallest_that_works() -> None:
-    with pytest.raises(MemoryBudgetError, match="needs at least 464 MB") as refused:
-        plan(300)
+    with pytest.raises(MemoryBudgetError, match="needs at least 642 MB") as refused:
+        plan(600)
     assert refused.value.exit_code == 41
-    smallest = plan(464)  # what the message said is enough: the largest model alone, one frame queued, batch 1
-    assert smallest.minimum_budget_bytes <= 464 * MB and smallest.pool_budget_bytes == pytest.approx(300 * MB, abs=MB)
+    smallest = plan(642)  # what the message said is enough: the largest model alone, one frame queued, batch 1
+    assert smallest.minimum_budget_bytes <= 642 * MB and smallest.pool_budget_bytes == pytest.approx(300 * MB, abs=MB)
 
 
 def test_on_a_gpu_the_budget_counts_models_and_activations_only() -> None:
-    gpu = plan_memory(MODELS, 500 * MB, 100 * MB, "gpu", FRAME, 8, 8, 2)
-    assert gpu.queue_frames == 8 and gpu.all_resident and gpu.batch_size == 2
+    gpu = plan_memory(MODELS, 560 * MB, 100 * MB, "gpu", FRAME, 8, 8, 2)
+    assert gpu.queue_frames == 8 and gpu.all_resident and gpu.batch_size == 2 and gpu.codec_threads == 0
 
 
 def test_activations_follow_the_models_input() -> None:
