@@ -167,11 +167,10 @@ def _swap(args: argparse.Namespace, config: RunConfig, report: RunReport | None)
     store = make_store(args)
     if config.memory_level.reduced_precision:
         config = replace(config, model_variants=reduced_precision_variants(config, store))
-        if report is not None:
-            report.config = config
     plan = plan_run(config, store)  # refuses a budget the job cannot fit in, before any work
+    config = replace(config, frame_enhancer_tile_size=plan.frame_tile(config.frame_enhancer_tile_size))
     if report is not None:
-        report.plan = plan
+        report.plan, report.config = plan, config
     gate_variants(store, config.model_variants, store.notify)
     pool = ModelPool(store, config.runtime_options(), budget_bytes=plan.pool_budget_bytes,
                      variants=dict(config.model_variants), cpu_only=cpu_only_models(config, store))

@@ -6,16 +6,17 @@ frames stay on the host). A model's resident bytes are estimated before anything
 size, what the pool counts) plus activations per batch item, `ACTIVATION_FACTOR[kind]` times the bytes of its
 float32 input at the size it runs at.
 
-What the plan gives up, in order, when the job does not fit: wide batches (halved down to 1), threaded video
-codecs (one thread each), frames in flight (video queues halved down to 1), then keeping every model resident
-together (the pool's budget shrinks and models are reloaded when needed, down to the largest one alone). Below
-that the job cannot fit: MemoryBudgetError. The plan fills PLANNED_SHARE of the budget, leaving a margin for what
-an estimate cannot know; the first batch of each generator refines it (slimfuse.memory.batching).
+What the plan gives up, in order, when the job does not fit: wide batches (halved down to 1), the frame enhancer's
+tile size (halved down to SMALLEST_TILE), threaded video codecs (one thread each), frames in flight (video queues
+halved down to 1), then keeping every model resident together (the pool's budget shrinks and models are reloaded
+when needed, down to the largest one alone). Below that the job cannot fit: MemoryBudgetError. The plan fills
+PLANNED_SHARE of the budget, leaving a margin for what an estimate cannot know; the first batch of each generator
+refines it (slimfuse.memory.batching).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import Any, Literal
 
@@ -42,9 +43,6 @@ GENERATOR_KINDS = frozenset({"swapper", "enhancer", "frame_enhancer"})
 # written; a video's frames are also converted for the encoder and tiled for the detector while the next ones are
 # analysed (measured at 720p).
 IMAGE_WORKING_FRAMES = 4
-# The plan fills this share of the budget: the estimate is a model, and RSS moves with allocator and thread
-# timing (runs of the same 720p job peak within about 20 MB of each other).
-PLANNED_SHARE = 0.92
 VIDEO_WORKING_FRAMES = 20
 # What FFmpeg's decoder and encoder hold, in decoded frames: reference frames, x264's lookahead and frames per
 # codec thread (measured at 720p on 2 cores: about 105 MB, 40 frames of 2.6 MB, with FFmpeg's thread counts;
@@ -54,6 +52,11 @@ SINGLE_THREAD_CODEC_FRAMES = 26
 # Under a budget the codecs get the thread count CODEC_FRAMES was measured with: FFmpeg's own choice grows with
 # the machine's cores, and so would their memory.
 CODEC_THREADS = 2
+# The plan fills this share of the budget: the estimate is a model, and RSS moves with allocator and thread
+# timing (runs of the same 720p job peak within about 20 MB of each other).
+PLANNED_SHARE = 0.92
+# The frame enhancer's tiles are halved under a tight budget down to this side (its activations go with the area).
+SMALLEST_TILE = 64
 
 
 @dataclass(frozen=True)
@@ -64,13 +67,16 @@ class ModelNeed:
     """What the pool counts for it: the file's size."""
     item_bytes: int
     """Activation bytes per batch item."""
+    tile: int | None = None
+    """The side of the tiles it runs on (the frame enhancer), which the plan may halve."""
 
     @property
     def batched(self) -> bool:
         return self.kind in BATCHED_KINDS
 
-    def activation(self, batch: int) -> int:
-        return self.item_bytes * (batch if self.batched else 1)
+    def activation(self, batch: int, tile_divisor: int = 1) -> int:
+        items = batch if self.batched else 1
+        return self.item_bytes * items // (tile_divisor * tile_divisor if self.tile else 1)
 
 
 def model_need(spec: ModelSpec, file_bytes: int, input_size: int | None = None) -> ModelNeed:
@@ -80,7 +86,8 @@ def model_need(spec: ModelSpec, file_bytes: int, input_size: int | None = None) 
     side = input_size or spec.io.crop_size or 1
     largest = max(prod(1 if isinstance(axis, str) and index == 0 else side if isinstance(axis, str) else axis
                        for index, axis in enumerate(tensor.shape)) for tensor in spec.io.inputs)
-    return ModelNeed(spec.name, spec.kind, file_bytes, int(4 * largest * ACTIVATION_FACTOR.get(spec.kind, 64.0)))
+    return ModelNeed(spec.name, spec.kind, file_bytes, int(4 * largest * ACTIVATION_FACTOR.get(spec.kind, 64.0)),
+                     tile=input_size if spec.kind == "frame_enhancer" else None)
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,11 @@ class MemoryPlan:
     codec_threads: int = 0
     """Threads of the video decoder and encoder: 0 lets FFmpeg choose (no budget), CODEC_THREADS under a budget,
     1 when the budget is tight."""
+    tile_divisor: int = 1
+    """The frame enhancer's tiles are this many times smaller than asked for (a tight budget)."""
+
+    def frame_tile(self, asked: int) -> int:
+        return asked // self.tile_divisor
 
     @property
     def refine_within_bytes(self) -> int | None:
@@ -130,9 +142,21 @@ class MemoryPlan:
             "render_workers": self.render_workers, "frame_mb": round(self.frame_bytes / MB, 2),
             "estimated_peak_mb": round(self.estimated_peak_bytes / MB, 1),
             "minimum_budget_mb": round(self.minimum_budget_bytes / MB, 1), "codec_threads": self.codec_threads,
+            "tile_divisor": self.tile_divisor,
             "models": [{"name": need.name, "kind": need.kind, "weights_mb": round(need.weight_bytes / MB, 1),
                         "activation_mb_per_item": round(need.item_bytes / MB, 1)} for need in self.models],
         }
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What the plan can give up, at one step."""
+
+    batch: int
+    tile_divisor: int
+    threaded: bool
+    """The video codecs keep CODEC_THREADS threads each (else one)."""
+    queue: int
 
 
 def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_bytes: int, device: Device,
@@ -143,34 +167,50 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
     memory level), so only the largest counts; chunked: a chunk of `queue_frames` frames is held between the two
     queues. Raises MemoryBudgetError when the job cannot fit."""
     host = device == "cpu"
+    video = queue_frames > 0
     baseline = baseline_bytes if host else 0
     weights = total = sum(need.weight_bytes for need in models)
     if one_generator:
         generators = [need.weight_bytes for need in models if need.kind in GENERATOR_KINDS]
         weights -= sum(generators) - max(generators, default=0)
     largest_weight = max((need.weight_bytes for need in models), default=0)
+    tiles = [need.tile for need in models if need.tile]
 
-    video = queue_frames > 0
-
-    def frames(queue: int, threaded: bool) -> int:  # the queues, a chunk, the codecs, the frames being worked on
-        codec = (CODEC_FRAMES if threaded else SINGLE_THREAD_CODEC_FRAMES) if video else 0
+    def frames(setting: _Setting) -> int:  # the queues, a chunk, the codecs, the frames being worked on
+        codec = (CODEC_FRAMES if setting.threaded else SINGLE_THREAD_CODEC_FRAMES) if video else 0
         working = VIDEO_WORKING_FRAMES if video else IMAGE_WORKING_FRAMES
-        return frame_bytes * ((3 if chunked else 2) * queue + codec + render_workers + working) if host else 0
+        held = (3 if chunked else 2) * setting.queue + codec + render_workers + working
+        return frame_bytes * held if host else 0
 
-    def activations(batch: int) -> int:  # every render worker may run the hungriest model at once
-        return render_workers * max((need.activation(batch) for need in models), default=0)
+    def activations(setting: _Setting) -> int:  # every render worker may run the hungriest model at once
+        return render_workers * max((need.activation(setting.batch, setting.tile_divisor) for need in models),
+                                    default=0)
 
-    def plan(batch: int, queue: int, threaded: bool, pool: int | None, peak: int, minimum: int) -> MemoryPlan:
+    def concede(setting: _Setting) -> _Setting | None:
+        if setting.batch > 1:
+            return replace(setting, batch=setting.batch // 2)
+        if tiles and min(tiles) // (setting.tile_divisor * 2) >= SMALLEST_TILE:
+            return replace(setting, tile_divisor=setting.tile_divisor * 2)
+        if setting.threaded and video and host:
+            return replace(setting, threaded=False)
+        if setting.queue > min(queue_frames, 1):
+            return replace(setting, queue=setting.queue // 2)
+        return None
+
+    def plan(setting: _Setting, pool: int | None, peak: int) -> MemoryPlan:
+        threads = (0 if budget_bytes is None or not host else CODEC_THREADS) if setting.threaded else 1
         return MemoryPlan(budget_bytes, device, baseline_bytes, tuple(models), pool, pool is None or pool >= total,
-                          batch, queue, render_workers, frame_bytes, peak, minimum,
-                          (0 if budget_bytes is None or not host else CODEC_THREADS) if threaded else 1)
+                          setting.batch, setting.queue, render_workers, frame_bytes, peak, minimum, threads,
+                          setting.tile_divisor)
 
-    smallest_queue = min(queue_frames, 1)
-    minimum = int((baseline + frames(smallest_queue, False) + activations(1) + largest_weight) / PLANNED_SHARE)
+    setting = _Setting(max_batch, 1, True, queue_frames)
+    least = setting
+    while (smaller := concede(least)) is not None:
+        least = smaller
+    minimum = int((baseline + frames(least) + activations(least) + largest_weight) / PLANNED_SHARE)
     if budget_bytes is None:
-        pool = weights if one_generator else None
-        return plan(max_batch, queue_frames, True, pool,
-                    baseline + frames(queue_frames, True) + activations(max_batch) + weights, minimum)
+        return plan(setting, weights if one_generator else None,
+                    baseline + frames(setting) + activations(setting) + weights)
     if budget_bytes < minimum:
         raise MemoryBudgetError(detail=(
             f"--memory-budget {budget_bytes / MB:g} MB is too small for this job: it needs at least "
@@ -178,17 +218,11 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
             f"{baseline / MB:.0f} MB already in use, {largest_weight / MB:.0f} MB for the largest model, "
             f"the rest for its activations, the frames and a margin of {1 - PLANNED_SHARE:.0%})"))
     room = int(budget_bytes * PLANNED_SHARE)
-    batch, queue, threaded = max_batch, queue_frames, True
     while True:
-        need = baseline + frames(queue, threaded) + activations(batch) + weights
+        need = baseline + frames(setting) + activations(setting) + weights
         if need <= room:
-            return plan(batch, queue, threaded, room - need + weights, need, minimum)
-        if batch > 1:
-            batch //= 2
-        elif threaded and video and host:
-            threaded = False
-        elif queue > smallest_queue:
-            queue //= 2
-        else:  # models take turns in the room that is left (at least the largest one, checked above)
-            pool = room - baseline - frames(queue, threaded) - activations(1)
-            return plan(1, queue, threaded, pool, room, minimum)
+            return plan(setting, room - need + weights, need)
+        smaller = concede(setting)
+        if smaller is None:  # models take turns in the room that is left (at least the largest one, checked above)
+            return plan(setting, room - baseline - frames(setting) - activations(setting), room)
+        setting = smaller

@@ -103,3 +103,15 @@ def test_a_missing_target_keeps_its_own_error_under_a_budget(capsys: pytest.Capt
                                                              astronaut_path: Path) -> None:
     assert main(["swap", "-s", str(astronaut_path), "-t", str(tmp_path / "absent.jpg"), "-o",
                  str(tmp_path / "out.jpg"), "--memory-budget", "100000"]) == 3
+
+
+def test_the_frame_enhancers_tiles_shrink_after_the_batches() -> None:
+    upscaler = ModelNeed("real_esrgan_x2", "frame_enhancer", 60 * MB, 160 * MB, tile=256)
+    models = (*MODELS, upscaler)
+    roomy = plan_memory(models, None, 100 * MB, "gpu", FRAME, 8, 0, 1)
+    assert roomy.tile_divisor == 1 and roomy.frame_tile(256) == 256
+    tight = plan_memory(models, 600 * MB, 100 * MB, "gpu", FRAME, 8, 0, 1)  # 462 MB of weights, 160 of tile
+    assert tight.batch_size == 1 and tight.tile_divisor == 2 and tight.frame_tile(256) == 128
+    assert tight.estimated_peak_bytes == 462 * MB + 40 * MB  # a quarter of the tile's activations
+    smallest = plan_memory(models, 520 * MB, 100 * MB, "gpu", FRAME, 8, 0, 1)
+    assert smallest.frame_tile(256) == 64  # SMALLEST_TILE: halved no further
