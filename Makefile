@@ -29,6 +29,7 @@ test: models
 bench: models
 	$(BIN)/slimfuse bench image
 	$(BIN)/slimfuse bench video
+	$(BIN)/slimfuse bench memory
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

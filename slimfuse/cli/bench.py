@@ -24,10 +24,40 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     optimize.add_argument("--runs", type=int, default=50, help="runs per variant; the median is reported")
     optimize.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     add_common_options(optimize)
+    _add_memory_parser(kinds)
     parser.set_defaults(command=run)
 
 
+def _add_memory_parser(kinds: argparse._SubParsersAction) -> None:
+    from slimfuse.bench.memory import DEFAULT_BUDGETS, DEFAULT_FRAMES
+
+    defaults = ",".join("none" if value is None else f"{value:g}" for value in DEFAULT_BUDGETS.values())
+    memory = kinds.add_parser("memory", help="the video memory levels 0-3 side by side: peak memory, frames/s, PSNR "
+                              "(inswapper_128 + gfpgan_1.4 on a 720p clip; stand-ins of real size without the models)")
+    memory.add_argument("--frames", type=_positive_int, default=DEFAULT_FRAMES, help="length of the benchmark clip")
+    memory.add_argument("--budgets", default=None, metavar="MB,MB,MB,MB",
+                        help=f"--memory-budget of levels 0,1,2,3 (none: no budget); default {defaults}")
+    memory.add_argument("--execution-provider", choices=["cpu", "cuda"], default="cpu",
+                        help="the provider the runs use; with cuda, peak device memory is read through NVML")
+    memory.add_argument("--standin-width", type=float, default=1.0, metavar="FACTOR",
+                        help="channel widths of the stand-ins relative to the real models (1: real sizes; smaller "
+                        "for a quick check of the benchmark itself)")
+    memory.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    memory.add_argument("--markdown", type=Path, default=None, help="also write the table to this Markdown file")
+    memory.add_argument("--plot", type=Path, default=None, help="also draw peak memory per level to this PNG file")
+    add_common_options(memory)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.kind == "memory":
+        return _run_memory(args)
     if args.kind == "optimize":
         from slimfuse.bench import optimize
 
@@ -42,3 +72,21 @@ def run(args: argparse.Namespace) -> int:
 
     image.run(runs=args.runs, json_path=args.json, plot_path=args.plot)
     return 0
+
+
+def _run_memory(args: argparse.Namespace) -> int:
+    from slimfuse.bench import memory
+    from slimfuse.cli.common import make_store
+    from slimfuse.errors import UsageError
+
+    try:
+        budgets = memory.parse_budgets(args.budgets)
+    except ValueError as exc:
+        raise UsageError(detail=str(exc)) from None
+    if not 0 < args.standin_width <= 1:
+        raise UsageError(detail=f"--standin-width must be in (0, 1], got {args.standin_width:g}")
+    notify = (lambda message: None) if args.quiet else memory.print_notice
+    rows = memory.run(frames=args.frames, budgets=budgets, json_path=args.json, markdown_path=args.markdown,
+                      plot_path=args.plot, provider=args.execution_provider, store=make_store(args),
+                      width=args.standin_width, notify=notify)
+    return 1 if any(row.exit_code != 0 for row in rows) else 0

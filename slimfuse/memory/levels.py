@@ -8,9 +8,10 @@ Each level trades speed for a lower peak, and each adds to the one before:
   frames stream one at a time through two render threads.
 - 2 (strict): stage by stage over chunks of frames: the swapper runs over the whole chunk, is released, then the
   enhancer does; one generator is resident at a time, the light analysis models run on the CPU, ONNX Runtime keeps
-  no arenas or memory patterns, and queues are short.
+  no arenas or memory patterns. Chunks are as long as the queues (8 frames): a generator is reloaded once a chunk,
+  and the frames cost little beside the models.
 - 3: level 2 plus the stored reduced-precision variants that passed their quality gate (fp16 on a GPU provider,
-  int8 on the CPU), frame-enhancer tiles of at most 128 px and face crops of at most 512 px.
+  int8 on the CPU), frame-enhancer tiles of at most 128 px, face crops of at most 512 px, batch 1 and chunks of 4.
 """
 from __future__ import annotations
 
@@ -57,10 +58,10 @@ LEVELS: Mapping[int, MemoryLevel] = MappingProxyType({level.level: level for lev
                 max_frame_tile=None, max_batch=8, queue_frames=8, render_workers=2),
     MemoryLevel(2, keep_resident=False, chunked=True, one_generator=True, cpu_arena=False, shrink_arenas=True,
                 memory_patterns=False, analysis_on_cpu=True, reduced_precision=False, max_face_size=None,
-                max_frame_tile=None, max_batch=2, queue_frames=4, render_workers=1),
+                max_frame_tile=None, max_batch=2, queue_frames=8, render_workers=1),
     MemoryLevel(3, keep_resident=False, chunked=True, one_generator=True, cpu_arena=False, shrink_arenas=True,
                 memory_patterns=False, analysis_on_cpu=True, reduced_precision=True, max_face_size=512,
-                max_frame_tile=128, max_batch=1, queue_frames=2, render_workers=1),
+                max_frame_tile=128, max_batch=1, queue_frames=4, render_workers=1),
 )})
 DEFAULT_LEVEL = 1
 STRATEGIES: Mapping[str, int] = MappingProxyType({"tolerant": 0, "moderate": 1, "strict": 2})

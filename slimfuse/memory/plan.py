@@ -69,6 +69,9 @@ class ModelNeed:
     """Activation bytes per batch item."""
     tile: int | None = None
     """The side of the tiles it runs on (the frame enhancer), which the plan may halve."""
+    load_bytes: int = 0
+    """What loading it holds for a moment beside its weights: ONNX Runtime parses the whole file before it makes
+    the session's own copy of the weights."""
 
     @property
     def batched(self) -> bool:
@@ -81,13 +84,14 @@ class ModelNeed:
 
 def model_need(spec: ModelSpec, file_bytes: int, input_size: int | None = None) -> ModelNeed:
     """The estimate for one model; `input_size` fills its input's free spatial axes (a frame enhancer's tile)."""
+    load = file_bytes if spec.filename.endswith(".onnx") else 0
     if spec.io is None or not spec.io.inputs:
-        return ModelNeed(spec.name, spec.kind, file_bytes, int(file_bytes * UNDESCRIBED_ACTIVATION))
+        return ModelNeed(spec.name, spec.kind, file_bytes, int(file_bytes * UNDESCRIBED_ACTIVATION), load_bytes=load)
     side = input_size or spec.io.crop_size or 1
     largest = max(prod(1 if isinstance(axis, str) and index == 0 else side if isinstance(axis, str) else axis
                        for index, axis in enumerate(tensor.shape)) for tensor in spec.io.inputs)
     return ModelNeed(spec.name, spec.kind, file_bytes, int(4 * largest * ACTIVATION_FACTOR.get(spec.kind, 64.0)),
-                     tile=input_size if spec.kind == "frame_enhancer" else None)
+                     tile=input_size if spec.kind == "frame_enhancer" else None, load_bytes=load)
 
 
 @dataclass(frozen=True)
@@ -169,11 +173,13 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
     host = device == "cpu"
     video = queue_frames > 0
     baseline = baseline_bytes if host else 0
-    weights = total = sum(need.weight_bytes for need in models)
+    total = sum(need.weight_bytes for need in models)
+    loading = max((need.load_bytes for need in models), default=0)  # one model loads at a time
+    weights = total + loading
     if one_generator:
         generators = [need.weight_bytes for need in models if need.kind in GENERATOR_KINDS]
         weights -= sum(generators) - max(generators, default=0)
-    largest_weight = max((need.weight_bytes for need in models), default=0)
+    largest_weight = max((need.weight_bytes + need.load_bytes for need in models), default=0)
     tiles = [need.tile for need in models if need.tile]
 
     def frames(setting: _Setting) -> int:  # the queues, a chunk, the codecs, the frames being worked on
@@ -209,20 +215,20 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
         least = smaller
     minimum = int((baseline + frames(least) + activations(least) + largest_weight) / PLANNED_SHARE)
     if budget_bytes is None:
-        return plan(setting, weights if one_generator else None,
+        return plan(setting, weights - loading if one_generator else None,
                     baseline + frames(setting) + activations(setting) + weights)
     if budget_bytes < minimum:
         raise MemoryBudgetError(detail=(
             f"--memory-budget {budget_bytes / MB:g} MB is too small for this job: it needs at least "
             f"{-(-minimum // MB)} MB ({'process RSS' if host else 'device memory'}: "
-            f"{baseline / MB:.0f} MB already in use, {largest_weight / MB:.0f} MB for the largest model, "
+            f"{baseline / MB:.0f} MB already in use, {largest_weight / MB:.0f} MB to load and hold the largest model, "
             f"the rest for its activations, the frames and a margin of {1 - PLANNED_SHARE:.0%})"))
     room = int(budget_bytes * PLANNED_SHARE)
     while True:
         need = baseline + frames(setting) + activations(setting) + weights
         if need <= room:
-            return plan(setting, room - need + weights, need)
+            return plan(setting, room - need + weights - loading, need)
         smaller = concede(setting)
         if smaller is None:  # models take turns in the room that is left (at least the largest one, checked above)
-            return plan(setting, room - baseline - frames(setting) - activations(setting), room)
+            return plan(setting, room - baseline - frames(setting) - activations(setting) - loading, room)
         setting = smaller

@@ -137,8 +137,8 @@ def test_levels_change_residency_not_the_frames(models_dir: Path, tmp_path: Path
     assert RECOGNIZER in stages[0]["sources"]["resident"]  # level 0 keeps every model
     assert stages[0]["processing"]["released"] == []
     assert RECOGNIZER in stages[1]["sources"]["released"] and RECOGNIZER not in stages[1]["processing"]["resident"]
-    loads = dict(map(tuple, runs[2][1]["pool"]["loads_by_model"]))  # a chunk of 4 frames: 3 chunks, 3 loads each
-    assert loads[SWAPPER] >= 3 and loads[ENHANCER] >= 3
+    loads = dict(map(tuple, runs[2][1]["pool"]["loads_by_model"]))  # chunks of 8 frames: 2 chunks, a load each
+    assert loads[SWAPPER] >= 2 and loads[ENHANCER] >= 2
     assert runs[2][1]["memory_plan"]["queue_frames"] == LEVELS[2].queue_frames
     assert dict(map(tuple, runs[0][1]["pool"]["loads_by_model"]))[SWAPPER] == 1
     assert {f"{SWAPPER}.int8", f"{ENHANCER}.int8"} <= set(dict(map(tuple, runs[3][1]["pool"]["loads_by_model"])))
