@@ -120,6 +120,11 @@ class OptimizeError(SlimfuseError):
     problem = "model could not be optimised (its conversion or quantisation failed)"
 
 
+class TorchMissingError(SlimfuseError):
+    exit_code = 21
+    problem = "the PyTorch extra is not installed: pip install 'slimfuse[torch]'"
+
+
 class NoVideoStreamError(SlimfuseError):
     exit_code = 30
     problem = "no video stream in the file (an audio-only file, or not a video)"
@@ -195,6 +200,7 @@ EXIT_CODES: dict[int, str] = {
             ModelInvalidError,
             GateFailedError,
             OptimizeError,
+            TorchMissingError,
             NoVideoStreamError,
             NoFramesError,
             CodecUnavailableError,

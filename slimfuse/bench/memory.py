@@ -41,7 +41,7 @@ LEVELS: tuple[int, ...] = (0, 1, 2, 3)
 SWAPPER = "inswapper_128"
 ENHANCER = "gfpgan_1.4"
 DEFAULT_FRAMES = 48
-DEFAULT_BUDGETS: dict[int, float | None] = {0: None, 1: 2400.0, 2: 1700.0, 3: 900.0}
+DEFAULT_BUDGETS: dict[int, float | None] = {0: None, 1: 2400.0, 2: 2000.0, 3: 1000.0}
 """MB per level (None: no budget), each level's plan fitting on the stand-ins (measured; see the README)."""
 GOAL_PEAK_RATIO = 0.35
 GOAL_PSNR_DB = 35.0
