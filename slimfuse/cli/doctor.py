@@ -11,7 +11,6 @@ import onnxruntime as ort
 
 from slimfuse.errors import ProviderUnavailableError
 from slimfuse.memory import probe
-from slimfuse.models.provider_check import check_providers
 from slimfuse.models.runtime import LABELS, PROVIDERS, available_providers, short_name
 from slimfuse.profiles import recommend
 
@@ -38,6 +37,8 @@ def diagnose(requested: tuple[str, ...] = (), device_id: int = 0, nvml: Any | No
     gpus = probe.gpus(nvml) if nvml is not None else None
     offered = available_providers()
     known = [short_name(p) for p in offered if p in PROVIDERS.values()]
+    from slimfuse.models.provider_check import check_providers  # builds a test model with onnx: only here
+
     checks = check_providers(tuple(dict.fromkeys([*known, *requested])), device_id)
     jetson = probe.is_jetson(root)
     cuda_works = any(check.provider == "cuda" and check.works for check in checks)

@@ -1,11 +1,11 @@
-"""Resumable HTTPS downloads, verified by sha256 through pooch before they reach their final name."""
+"""Resumable HTTPS downloads, verified by sha256 through pooch before they reach their final name.
+
+pooch and requests are imported when a download starts: a run whose models are in place never needs them, and
+they cost a swap process about 20 MB of RSS (it counts against --memory-budget)."""
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-
-import pooch
-import requests
 
 
 class SourceFailed(Exception):
@@ -22,6 +22,8 @@ class _ResumingDownloader:
     def __call__(self, url: str, output_file: str, _pooch: object, check_only: bool = False) -> bool | None:
         if check_only:
             return None
+        import requests
+
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         have = self.partial.stat().st_size if self.partial.exists() else 0
         headers = {"Range": f"bytes={have}-"} if have else {}
@@ -42,6 +44,9 @@ def resumable_download(url: str, destination: Path, sha256: str | None, partial_
     """Download `url` to `destination`, resuming an earlier partial download; raise SourceFailed on failure.
 
     With `sha256` None (a trust-on-first-use model) the file is not checked here: the store records or checks it."""
+    import pooch
+    import requests
+
     partial = partial_dir / f"{sha256 or destination.name}.part"
     try:
         pooch.retrieve(
