@@ -58,7 +58,9 @@ COSINE = "cosine_similarity"
 """Mean cosine similarity of the variant's and the original's output vectors."""
 PSNR = "psnr_db"
 """Mean PSNR in dB of the variant's generated image against the original's (SSIM and identity distance beside)."""
-METRICS: dict[str, bool] = {LANDMARK_ERROR: False, BOX_IOU: True, COSINE: True, PSNR: True}
+PIXEL_AGREEMENT = "pixel_agreement"
+"""Share of the pixels whose most likely class is the same for the variant as for the original (face parsers)."""
+METRICS: dict[str, bool] = {LANDMARK_ERROR: False, BOX_IOU: True, COSINE: True, PSNR: True, PIXEL_AGREEMENT: True}
 """Each quality-gate metric and whether higher is better."""
 
 
@@ -88,6 +90,7 @@ KIND_GATES: dict[str, GateSpec] = {
     "enhancer": gate(PSNR, 35.0),
     "frame_enhancer": gate(PSNR, 35.0),
     "occluder": gate(PSNR, 35.0),
+    "parser": gate(PIXEL_AGREEMENT, 0.98),
 }
 """The gate of each kind of ONNX model, unless its catalog entry sets its own."""
 

@@ -8,7 +8,8 @@ kind (see slimfuse.models.spec.METRICS):
   both models, then box IoU, recall and precision;
 - recognisers and embedding converters: cosine similarity of the output vectors;
 - swappers, enhancers, frame enhancers and occluders: PSNR and SSIM of the generated image, and for faces the
-  identity distance (ArcFace when its file is in the store, else dlib) between the two generated faces.
+  identity distance (ArcFace when its file is in the store, else dlib) between the two generated faces;
+- face parsers: the share of pixels whose most likely class (the region the masks are cut from) agrees.
 """
 from __future__ import annotations
 
@@ -27,10 +28,11 @@ from slimfuse.faces.detect import letterbox as blazeface_letterbox
 from slimfuse.faces.geometry import rotated_square
 from slimfuse.faces.landmarks import LEFT_EYE_OUTER, MESH_SIZE, RIGHT_EYE_OUTER, crop_from_landmarks
 from slimfuse.faces.types import Face
-from slimfuse.models.spec import BOX_IOU, COSINE, LANDMARK_ERROR, PSNR, ModelSpec
+from slimfuse.models.spec import BOX_IOU, COSINE, LANDMARK_ERROR, PIXEL_AGREEMENT, PSNR, ModelSpec
 from slimfuse.models.tensors import to_tensor
 from slimfuse.optimize.calibration import CalibrationImage
 from slimfuse.optimize.metrics import box_agreement, cosine_similarities, landmark_errors, psnr, ssim
+from slimfuse.processors.parsing import parser_input
 
 Feeds = dict[str, np.ndarray]
 Details = dict[str, float | int | str]
@@ -167,6 +169,22 @@ class ImageSubject:
 
 
 @dataclass
+class LabelSubject:
+    """A face parser: its class maps compared pixel by pixel."""
+
+    inputs: list[Feeds]
+    metric: str = PIXEL_AGREEMENT
+
+    def feeds(self) -> list[Feeds]:
+        return self.inputs
+
+    def measure(self, original: Session, variant: Session) -> tuple[float, Details]:
+        agreements = [float(np.mean(np.argmax(original.run(None, feed)[0], axis=1)
+                                    == np.argmax(variant.run(None, feed)[0], axis=1))) for feed in self.inputs]
+        return _mean(np.array(agreements)), {"samples": len(self.inputs), "agreement_min": min(agreements)}
+
+
+@dataclass
 class SubjectContext:
     """What building a subject needs: the calibration images with their faces, and a pool of original models."""
 
@@ -211,6 +229,10 @@ def build_subject(spec: ModelSpec | None, context: SubjectContext, metric: str, 
         crops = [crop for crop, _ in _aligned(context, "arcface_128", io.crop_size or 256)]
         return ImageSubject([{io.inputs[0].name: (crop[:, :, ::-1].astype(np.float32) / 255.0)[None]}
                              for crop in crops], channels_last=True)
+    if kind == "parser":
+        size = io.crop_size or 512
+        return LabelSubject([{io.inputs[0].name: parser_input(crop, size)[None]}
+                             for crop, _ in _aligned(context, "arcface_128", size)])
     raise UsageError(detail=f"{spec.name}: no quality gate for a {kind} model")
 
 

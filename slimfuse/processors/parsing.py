@@ -87,13 +87,14 @@ class FaceParser:
         step = max(self.options.batch_size, 1) if batch_axis_free(self.session) else 1
         found: list[np.ndarray] = []
         for start in range(0, len(crops), step):
-            batch = np.stack([_prepare(crop, size) for crop in crops[start:start + step]])
+            batch = np.stack([parser_input(crop, size) for crop in crops[start:start + step]])
             logits = self.session.run(None, {self.options.input_name: batch})[0]
             found.extend(np.argmax(logits, axis=1).astype(np.uint8))
         return found
 
 
-def _prepare(crop: np.ndarray, size: int) -> np.ndarray:
+def parser_input(crop: np.ndarray, size: int) -> np.ndarray:
+    """An RGB uint8 crop as the parser takes it: size x size, ImageNet-normalised, channels first."""
     shrink = max(crop.shape[:2]) > size
     resized = cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
     normalised = (resized.astype(np.float32) / 255.0 - np.float32(IMAGENET_MEAN)) / np.float32(IMAGENET_STD)

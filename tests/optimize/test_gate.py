@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 import pytest
 
 import neural_models as nm
-from slimfuse.models.spec import BOX_IOU, COSINE, LANDMARK_ERROR, PSNR, GateSpec
+from slimfuse.models.spec import BOX_IOU, COSINE, LANDMARK_ERROR, PIXEL_AGREEMENT, PSNR, GateSpec
 from slimfuse.models.store import Store
 from slimfuse.models.variants import FAIL, PASS
 from slimfuse.optimize.build import OptimizeRequest, Workshop, gate_file, optimize, resolve
@@ -124,3 +125,30 @@ def test_detector_gate_uses_the_project_decoding(store: Store, workshop: Worksho
     found = gate_file(target, "fp16", broken, target.gate, subject)
     assert found.verdict == FAIL and found.value < 0.5
     assert found.details["recall"] < 0.5 or found.details["precision"] < 0.5
+
+
+def test_a_face_parser_is_gated_on_the_classes_its_masks_come_from(store: Store, tmp_path: Path) -> None:
+    placed = tmp_path / "placed"
+    nm.save(nm.face_parser(), placed, "bisenet_resnet_34")
+    parser_store = nm.isolated_store(tmp_path / "home", store, placed)
+    shop = Workshop(parser_store)
+    target = resolve(parser_store, "bisenet_resnet_34", OptimizeRequest("fp16"))
+    assert target.gate is not None and target.gate.metric == PIXEL_AGREEMENT and target.gate.threshold == 0.98
+    subject = shop.subject(target, PIXEL_AGREEMENT, "gate")
+    same = tmp_path / "same.onnx"
+    onnx.save(nm.face_parser(), str(same))
+    kept = gate_file(target, "fp16", same, target.gate, subject)
+    assert kept.value == 1.0 and kept.passed and kept.details["samples"] >= 4
+    shifted = nm.face_parser()  # reads class = red / 20 instead of red / 10: most pixels change class
+    for init in shifted.graph.initializer:
+        if init.name == "to_class":
+            init.CopyFrom(numpy_helper.from_array(np.array(12.75, np.float32), "to_class"))
+    bad = tmp_path / "shifted.onnx"
+    onnx.save(shifted, str(bad))
+    failed = gate_file(target, "fp16", bad, target.gate, subject)
+    assert failed.value < 0.5 and failed.verdict == FAIL and failed.details["agreement_min"] <= failed.value
+    # The stand-in's classes come from a continuous value, so float16 rounding flips the pixels next to every class
+    # boundary: a few percent, under the threshold; the verdict follows the value.
+    outcome = optimize(parser_store, "bisenet_resnet_34", OptimizeRequest("fp16", gate=True, force=True), workshop=shop)
+    assert outcome.gate is not None and 0.9 < outcome.gate.value < 1.0
+    assert outcome.gate.passed == (outcome.gate.value >= 0.98)
