@@ -206,7 +206,7 @@ def _run_video(args: argparse.Namespace, config: RunConfig, pool: ModelPool, not
         temp = TempFrameOptions(args.temp_frame_format, args.temp_path, args.keep_temp)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
     result = VideoSwapJob(config, pool, notify, encode, progress, temp, stage, batcher, plan.queue_frames,
-                          plan.codec_threads).run()
+                          plan.codec_threads, plan.render_workers).run()
     stats = result.stats
     progress.finish(output=str(result.output), frames_written=result.frames_written,
                     frames_with_faces=stats.frames_with_faces, detections=stats.detections_run,

@@ -8,10 +8,10 @@ float32 input at the size it runs at.
 
 What the plan gives up, in order, when the job does not fit: wide batches (halved down to 1), the frame enhancer's
 tile size (halved down to SMALLEST_TILE), threaded video codecs (one thread each), frames in flight (video queues
-halved down to 1), then keeping every model resident together (the pool's budget shrinks and models are reloaded
-when needed, down to the largest one alone). Below that the job cannot fit: MemoryBudgetError. The plan fills
-PLANNED_SHARE of the budget, leaving a margin for what an estimate cannot know; the first batch of each generator
-refines it (slimfuse.memory.batching).
+halved down to 1), frames rendered at once (down to 1), then keeping every model resident together (the pool's
+budget shrinks and models are reloaded when needed, down to the largest one alone). Below that the job cannot fit:
+MemoryBudgetError. The plan fills PLANNED_SHARE of the budget, leaving a margin for what an estimate cannot know;
+the first batch of each generator refines it (slimfuse.memory.batching).
 """
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ class ModelNeed:
     tile: int | None = None
     """The side of the tiles it runs on (the frame enhancer), which the plan may halve."""
     load_bytes: int = 0
-    """What loading it holds for a moment beside its weights: ONNX Runtime parses the whole file before it makes
-    the session's own copy of the weights."""
+    """What loading it holds for a moment beside its weights: ONNX Runtime (and dlib) parse the whole file before
+    they make the model's own copy of the weights."""
 
     @property
     def batched(self) -> bool:
@@ -84,7 +84,7 @@ class ModelNeed:
 
 def model_need(spec: ModelSpec, file_bytes: int, input_size: int | None = None) -> ModelNeed:
     """The estimate for one model; `input_size` fills its input's free spatial axes (a frame enhancer's tile)."""
-    load = file_bytes if spec.filename.endswith(".onnx") else 0
+    load = file_bytes  # ONNX Runtime and dlib both parse the whole file before they build the model from it
     if spec.io is None or not spec.io.inputs:
         return ModelNeed(spec.name, spec.kind, file_bytes, int(file_bytes * UNDESCRIBED_ACTIVATION), load_bytes=load)
     side = input_size or spec.io.crop_size or 1
@@ -161,6 +161,8 @@ class _Setting:
     threaded: bool
     """The video codecs keep CODEC_THREADS threads each (else one)."""
     queue: int
+    workers: int
+    """Frames rendered at once, each with its own activations and working copies."""
 
 
 def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_bytes: int, device: Device,
@@ -185,12 +187,12 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
     def frames(setting: _Setting) -> int:  # the queues, a chunk, the codecs, the frames being worked on
         codec = (CODEC_FRAMES if setting.threaded else SINGLE_THREAD_CODEC_FRAMES) if video else 0
         working = VIDEO_WORKING_FRAMES if video else IMAGE_WORKING_FRAMES
-        held = (3 if chunked else 2) * setting.queue + codec + render_workers + working
+        held = (3 if chunked else 2) * setting.queue + codec + setting.workers + working
         return frame_bytes * held if host else 0
 
     def activations(setting: _Setting) -> int:  # every render worker may run the hungriest model at once
-        return render_workers * max((need.activation(setting.batch, setting.tile_divisor) for need in models),
-                                    default=0)
+        return setting.workers * max((need.activation(setting.batch, setting.tile_divisor) for need in models),
+                                     default=0)
 
     def concede(setting: _Setting) -> _Setting | None:
         if setting.batch > 1:
@@ -201,15 +203,17 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
             return replace(setting, threaded=False)
         if setting.queue > min(queue_frames, 1):
             return replace(setting, queue=setting.queue // 2)
+        if setting.workers > 1:
+            return replace(setting, workers=1)
         return None
 
     def plan(setting: _Setting, pool: int | None, peak: int) -> MemoryPlan:
         threads = (0 if budget_bytes is None or not host else CODEC_THREADS) if setting.threaded else 1
         return MemoryPlan(budget_bytes, device, baseline_bytes, tuple(models), pool, pool is None or pool >= total,
-                          setting.batch, setting.queue, render_workers, frame_bytes, peak, minimum, threads,
+                          setting.batch, setting.queue, setting.workers, frame_bytes, peak, minimum, threads,
                           setting.tile_divisor)
 
-    setting = _Setting(max_batch, 1, True, queue_frames)
+    setting = _Setting(max_batch, 1, True, queue_frames, render_workers)
     least = setting
     while (smaller := concede(least)) is not None:
         least = smaller

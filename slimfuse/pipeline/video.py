@@ -72,11 +72,12 @@ class VideoSwapJob:
     def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
                  progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None,
                  batcher: AdaptiveBatcher | None = None, queue_frames: int | None = None,
-                 decoder_threads: int = 0) -> None:
+                 decoder_threads: int = 0, render_workers: int | None = None) -> None:
         """batcher: the run's batch sizes and out-of-memory back-off; queue_frames: frames each queue (and chunk)
-        holds (default: the memory level's); decoder_threads: 0 lets FFmpeg choose (the encoder's are in
-        `encode`)."""
+        holds, render_workers: frames rendered at once when streaming (defaults: the memory level's);
+        decoder_threads: 0 lets FFmpeg choose (the encoder's are in `encode`)."""
         self.decoder_threads = decoder_threads
+        self.render_workers = config.memory_level.render_workers if render_workers is None else render_workers
         self.config = config
         self.batcher = batcher
         self.queue_frames = max(1, config.memory_level.queue_frames if queue_frames is None else queue_frames)
@@ -129,9 +130,9 @@ class VideoSwapJob:
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
         """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by the
-        memory level's render threads (one when reuse links each frame to the last), and written in order. ONNX
+        job's render threads (one when reuse links each frame to the last), and written in order. ONNX
         Runtime, OpenCV and FFmpeg do their work outside the GIL, so the threads share the cores."""
-        workers = 1 if frames.reuse.enabled else self.config.memory_level.render_workers
+        workers = 1 if frames.reuse.enabled else max(1, self.render_workers)
         in_flight: deque[tuple[VideoFrame, Future[np.ndarray]]] = deque()
         with ThreadPoolExecutor(1, "slimfuse-analyse") as analysis, ThreadPoolExecutor(workers, "slimfuse-render") as render:
             try:

@@ -39,10 +39,10 @@ def test_a_limit_the_swap_cannot_fit_fails_cleanly(tmp_path: Path, astronaut_pat
                                                     grace_hopper_path: Path) -> None:
     output, report = tmp_path / "out" / "result.jpg", tmp_path / "run.json"
     output.parent.mkdir()
-    done = _swap(astronaut_path, grace_hopper_path, output, "--system-memory-limit", "0.3", "--report", str(report))
+    done = _swap(astronaut_path, grace_hopper_path, output, "--system-memory-limit", "0.2", "--report", str(report))
     assert done.returncode == SystemMemoryLimitError.exit_code, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("slimfuse: out of memory under --system-memory-limit 0.3 GB")
+    assert len(lines) == 1 and lines[0].startswith("slimfuse: out of memory under --system-memory-limit 0.2 GB")
     assert done.stdout == "" and list(output.parent.iterdir()) == []
     error = json.loads(report.read_text())["error"]
     assert error["exit_code"] == SystemMemoryLimitError.exit_code and error["type"] == "SystemMemoryLimitError"

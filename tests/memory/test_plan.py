@@ -34,7 +34,7 @@ def test_without_a_budget_nothing_is_limited() -> None:
     assert free.batch_sizes() == {"swapper": 8, "enhancer": 8}
 
 
-def test_batches_shrink_first_then_codec_threads_then_queues_then_residency() -> None:
+def test_batches_shrink_first_then_codec_threads_then_queues_then_workers_then_residency() -> None:
     roomy = plan(2000)
     assert (roomy.batch_size, roomy.codec_threads, roomy.queue_frames, roomy.all_resident) == (8, 2, 8, True)
     assert roomy.pool_budget_bytes is not None and roomy.pool_budget_bytes >= 402 * MB
@@ -44,19 +44,21 @@ def test_batches_shrink_first_then_codec_threads_then_queues_then_residency() ->
     assert (single.batch_size, single.codec_threads, single.queue_frames, single.all_resident) == (1, 1, 8, True)
     queues = plan(770)
     assert (queues.batch_size, queues.codec_threads, queues.queue_frames, queues.all_resident) == (1, 1, 2, True)
+    one_worker = plan(740)
+    assert (one_worker.queue_frames, one_worker.render_workers, one_worker.all_resident) == (1, 1, True)
     turns = plan(700)
-    assert (turns.batch_size, turns.queue_frames, turns.all_resident) == (1, 1, False)
+    assert (turns.batch_size, turns.queue_frames, turns.render_workers, turns.all_resident) == (1, 1, 1, False)
     assert turns.pool_budget_bytes is not None and 300 * MB <= turns.pool_budget_bytes < 402 * MB
-    for each in (roomy, halved, single, queues, turns):  # with the margin left free
+    for each in (roomy, halved, single, queues, one_worker, turns):  # with the margin left free
         assert each.estimated_peak_bytes <= each.budget_bytes * PLANNED_SHARE  # type: ignore[operator]
 
 
 def test_an_impossible_budget_is_refused_with_the_smallest_that_works() -> None:
-    with pytest.raises(MemoryBudgetError, match="needs at least 642 MB") as refused:
+    with pytest.raises(MemoryBudgetError, match="needs at least 617 MB") as refused:
         plan(600)
     assert refused.value.exit_code == 41
-    smallest = plan(642)  # what the message said is enough: the largest model alone, one frame queued, batch 1
-    assert smallest.minimum_budget_bytes <= 642 * MB and smallest.pool_budget_bytes == pytest.approx(300 * MB, abs=MB)
+    smallest = plan(617)  # what the message said is enough: the largest model alone, one frame queued, batch 1
+    assert smallest.minimum_budget_bytes <= 617 * MB and smallest.pool_budget_bytes == pytest.approx(300 * MB, abs=MB)
 
 
 def test_on_a_gpu_the_budget_counts_models_and_activations_only() -> None:
