@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from typing import Any
 import psutil
 
 from slimfuse.bench import standins
+from slimfuse.memory.probe import maxrss_bytes, tree_rss_bytes
 from slimfuse.models.store import RECORD_FILE, Store
 from slimfuse.samples import sample_path
 
@@ -261,32 +261,16 @@ def measure(argv: Sequence[str], env: Mapping[str, str], log: Path, device: Devi
     if device is not None:
         device.start()
     while reader.is_alive():
-        peak_tree = max(peak_tree, tree_rss(pid))
+        peak_tree = max(peak_tree, tree_rss_bytes(pid))
         if device is not None:
             peak_device = _max(peak_device, device.used_mb(pid))
         reader.join(interval)
     seconds = time.perf_counter() - started
     launcher.wait()
     result = json.loads(finished[0]) if finished and finished[0].strip() else {"exit_code": -1, "maxrss": 0}
-    maxrss = int(result["maxrss"]) * (1 if platform.system() == "Darwin" else 1024)
+    maxrss = maxrss_bytes(int(result["maxrss"]))
     return Measured(exit_code=int(result["exit_code"]), seconds=seconds, peak_rss_mb=max(maxrss, peak_tree) / MB,
                     peak_device_mb=peak_device, pid=pid)
-
-
-def tree_rss(pid: int) -> int:
-    """The RSS of process `pid` and all its descendants now, in bytes (0 once it has ended)."""
-    try:
-        root = psutil.Process(pid)
-        members = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for member in members:
-        try:
-            total += member.memory_info().rss
-        except psutil.Error:  # ended between listing and asking
-            continue
-    return total
 
 
 def _max(a: float | None, b: float | None) -> float | None:

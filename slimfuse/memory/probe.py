@@ -55,8 +55,12 @@ def peak_rss_bytes() -> int:
         for line in status.read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return maxrss if platform.system() == "Darwin" else maxrss * 1024  # macOS counts bytes, Linux kB
+    return maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def maxrss_bytes(maxrss: int) -> int:
+    """getrusage's ru_maxrss in bytes: macOS counts bytes, Linux kB."""
+    return maxrss if platform.system() == "Darwin" else maxrss * 1024
 
 
 def peak_rss_mb() -> float:
@@ -74,15 +78,24 @@ def reset_peak_rss() -> bool:
 
 
 def process_memory() -> ProcessMemory:
-    me = psutil.Process()
-    rss = me.memory_info().rss
-    tree = rss
-    for child in me.children(recursive=True):
+    rss = psutil.Process().memory_info().rss
+    return ProcessMemory(rss_bytes=rss, tree_rss_bytes=tree_rss_bytes(), peak_rss_bytes=max(peak_rss_bytes(), rss))
+
+
+def tree_rss_bytes(pid: int | None = None) -> int:
+    """The RSS of process `pid` (default: this one) and all its descendants now, in bytes (0 once it has ended)."""
+    try:
+        root = psutil.Process(pid)
+        members = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for member in members:
         try:
-            tree += child.memory_info().rss
-        except psutil.Error:  # the child ended between listing and asking
+            total += member.memory_info().rss
+        except psutil.Error:  # it ended between listing and asking
             continue
-    return ProcessMemory(rss_bytes=rss, tree_rss_bytes=tree, peak_rss_bytes=max(peak_rss_bytes(), rss))
+    return total
 
 
 def system_memory() -> SystemMemory:
