@@ -1,6 +1,7 @@
 """Targets the tests compose from the packaged photos, with where their faces are."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,8 +10,10 @@ import numpy as np
 from PIL import Image
 
 from slimfuse.config import RunConfig
-from slimfuse.models.pool import ModelPool
-from slimfuse.pipeline.image import ImageSwapper
+from slimfuse.models.store import Notify, Store
+from slimfuse.pipeline.frames import FrameLoop
+from slimfuse.pipeline.image import swap_image_file
+from slimfuse.pipeline.run import Run, build_run
 from slimfuse.samples import ASTRONAUT_FACE, GRACE_HOPPER_FACE
 
 
@@ -59,14 +62,34 @@ def small_face_on_4k(photo: np.ndarray, face: tuple[int, int, int, int], face_px
     return Scene(canvas, [box])
 
 
-def swap_image(pool: ModelPool, tmp_path: Path, source: Path, target: np.ndarray | Path, **options: object) -> np.ndarray:
+def run_for(sources: Path | Sequence[Path], target: Path | None = None, notify: Notify | None = None,
+            store: Store | None = None, **options: object) -> Run:
+    """A run of the real pipeline for `sources` with `options` named as the swap command's; store: an isolated
+    store (stand-ins placed), else the user's."""
+    listed = [sources] if isinstance(sources, Path) else list(sources)
+    return build_run(RunConfig.from_options(listed, **options), target, notify=notify or (lambda message: None),
+                     store=store)
+
+
+def swap_file(sources: Path | Sequence[Path], target: Path, output: Path, notify: Notify | None = None,
+              store: Store | None = None, **options: object) -> Path:
+    """Swap an image file into `output` through the real pipeline."""
+    return swap_image_file(run_for(sources, target, notify, store, **options), target, output).output
+
+
+def frame_loop(source: Path, notify: Notify | None = None, **options: object) -> FrameLoop:
+    """The frame loop of a video run (sources prepared, identity kept for the tracker)."""
+    run = run_for(source, Path("clip.mp4"), notify, **options)
+    return run.loop(run.prepare(keep_identity=True))
+
+
+def swap_image(tmp_path: Path, source: Path, target: np.ndarray | Path, store: Store | None = None,
+               **options: object) -> np.ndarray:
     """Run the real image swap on `target` (an array is saved as PNG first) and read the result back as RGB."""
     if isinstance(target, np.ndarray):
         target_path = tmp_path / "target.png"
         Image.fromarray(target).save(target_path)
     else:
         target_path = target
-    output = tmp_path / "out.png"
-    config = RunConfig(sources=(source,), target=target_path, output=output, **options)  # type: ignore[arg-type]
-    ImageSwapper(config, pool, lambda message: None).run()
+    output = swap_file(source, target_path, tmp_path / "out.png", store=store, **options)
     return np.asarray(Image.open(output).convert("RGB"))

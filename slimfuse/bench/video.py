@@ -11,7 +11,7 @@ import multiprocessing
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import av
@@ -69,11 +69,9 @@ def make_bench_clip(folder: Path, frames: int) -> Path:
 
 
 def _run_variant(variant: Variant, clip: Path, output: Path, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    from slimfuse.cli.progress import Progress
     from slimfuse.config import RunConfig
-    from slimfuse.models.pool import ModelPool
-    from slimfuse.models.store import Store
-    from slimfuse.pipeline.video import TempFrameOptions, VideoSwapJob
+    from slimfuse.pipeline.run import build_run
+    from slimfuse.pipeline.video import VideoSwapJob
 
     encode = EncodeSettings(preset="veryfast", quality=80)
     if not variant.swap:
@@ -86,15 +84,12 @@ def _run_variant(variant: Variant, clip: Path, output: Path, queue: multiprocess
         queue.put(asdict(Row(variant.name, writer.frames_written, seconds, writer.frames_written / seconds,
                              peak_rss_mb(), None, None, None)))
         return
-    config = RunConfig(sources=(sample_path("astronaut"),), target=clip, output=output,
-                       reuse_threshold=variant.reuse_threshold)
-    if variant.detect_interval is not None:
-        config = replace(config, detect_interval=variant.detect_interval)
-    store = Store(notify=lambda message: None)
-    pool = ModelPool(store, config.runtime_options())
-    temp = TempFrameOptions(variant.temp_format, root=output.parent) if variant.temp_format else None
+    config = RunConfig.from_options((sample_path("astronaut"),), reuse_threshold=variant.reuse_threshold,
+                                    face_detector_interval=variant.detect_interval,
+                                    temp_frame_format=variant.temp_format, temp_path=output.parent,
+                                    output_video_preset=encode.preset, output_video_quality=encode.quality)
     start = time.perf_counter()
-    result = VideoSwapJob(config, pool, store.notify, encode, Progress(total=None, quiet=True), temp).run()
+    result = VideoSwapJob(build_run(config, clip, notify=lambda message: None), clip, output).run_job()
     seconds = time.perf_counter() - start
     stats = result.stats
     frames_seconds = seconds - result.setup_seconds

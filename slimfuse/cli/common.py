@@ -14,16 +14,16 @@ from slimfuse.models.store import Store, default_home
 def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models-dir", type=Path, default=None,
                         help="a folder searched first for model files (placed by hand)")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
-    parser.add_argument("--quiet", action="store_true", help="print only results and errors")
+    parser.add_argument("--debug", action="store_true", default=False, help="show the traceback of an error")
+    parser.add_argument("--quiet", action="store_true", default=False, help="print only results and errors")
 
 
 def make_store(args: argparse.Namespace) -> Store:
     quiet = getattr(args, "quiet", False)
-    return Store(home=default_home(), models_dir=args.models_dir, notify=_notifier(quiet))
+    return Store(home=default_home(), models_dir=args.models_dir, notify=notifier(quiet))
 
 
-def _notifier(quiet: bool) -> Callable[[str], None]:
+def notifier(quiet: bool) -> Callable[[str], None]:
     def notify(message: str) -> None:
         if not quiet or "warning" in message or "failed" in message:
             print(message, file=sys.stderr, flush=True)

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 
-from slimfuse.config import RunConfig
-from slimfuse.memory.levels import LEVELS, STRATEGIES
-from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
+from slimfuse.memory.levels import STRATEGIES
+from slimfuse.profiles import PROFILES
 
 GB = 1 << 30
 
 
 def add_profile_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("memory and hardware")
-    group.add_argument("--profile", choices=list(PROFILES), default=None,
+    group.add_argument("--profile", default=None, metavar="PROFILE",
                        help="set a group of options for a kind of machine (explicit options still win): "
                        + "; ".join(f"{p.name}: {p.summary}" for p in PROFILES.values()))
     group.add_argument("--memory-budget", type=_megabytes, default=None, metavar="MB",
@@ -27,29 +25,17 @@ def add_profile_options(parser: argparse.ArgumentParser) -> None:
                        help="a hard cap on this process's memory in GB (2^30 bytes); running out under it is "
                        "exit 40 with no output (Linux: RLIMIT_DATA; Windows: a job object)")
     level = group.add_mutually_exclusive_group()
-    level.add_argument("--video-memory-level", type=int, choices=list(LEVELS), default=None,
+    level.add_argument("--video-memory-level", type=int, default=None, metavar="0-3",
                        help="0: every model resident, wide batches (fastest, most memory); 1: release what a stage "
                        "no longer needs, batches sized to the budget (default); 2: stage by stage over chunks of "
                        "frames, one generator resident at a time, analysis models on the CPU; 3: 2 plus the gated "
                        "fp16 (GPU) / int8 (CPU) variants, 128-px frame-enhancer tiles and faces of at most 512 px")
-    level.add_argument("--video-memory-strategy", choices=list(STRATEGIES), default=None,
+    level.add_argument("--video-memory-strategy", default=None, metavar="STRATEGY",
                        help="the same as levels 0, 1 and 2: " + ", ".join(f"{name} = {number}"
                                                                           for name, number in STRATEGIES.items()))
     group.add_argument("--report", type=Path, default=None, metavar="PATH",
                        help="write a JSON run report here (also on error): options, providers used, models "
                        "loaded and evicted, memory and time per stage")
-
-
-def apply_profile(args: argparse.Namespace, defaults: RunConfig) -> None:
-    """Give every option a profile can set its value: the one given on the command line (the parser leaves these
-    None when absent), else the profile's, else RunConfig's default."""
-    if getattr(args, "video_memory_strategy", None) is not None:
-        args.video_memory_level = STRATEGIES[args.video_memory_strategy]
-    names = {field.name for field in fields(defaults)}
-    default = {option: getattr(defaults, option) for option in PROFILE_OPTIONS if option in names}
-    given = {option: getattr(args, option, None) for option in PROFILE_OPTIONS}
-    for option, value in resolve(given, args.profile, default).items():
-        setattr(args, option, list(value) if isinstance(value, tuple) else value)
 
 
 def _in_units(unit: str, example: str) -> Callable[[str], float]:

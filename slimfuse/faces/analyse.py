@@ -26,6 +26,13 @@ class FaceAnalyser:
         self.pool = pool
         self.detector_options = detector
 
+    @staticmethod
+    def models_for(detector: str) -> tuple[str, ...]:
+        """The catalog models the analysis runs with `detector`: the detector's and FaceMesh."""
+        if detector in DETECTORS:
+            return (detector, MESH_MODEL)
+        return (*(SPECS[key].model for key in FaceDetector.models_for(detector)), MESH_MODEL)
+
     def detector(self) -> Detector:
         """The run's face detector (`DetectorOptions.model`): BlazeFace, or the named neural detector."""
         options = self.detector_options

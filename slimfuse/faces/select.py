@@ -1,33 +1,56 @@
-"""Which target faces to swap: the largest one, all of them, or those that look like a reference face."""
+"""Which target faces to swap: the largest one, all of them, or those that look like a reference face.
+
+One selector serves images, videos and live streams: it sees each frame's tracked faces (largest first) and keeps
+what must hold from frame to frame (the face chosen in `one` mode, the reference identity)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 from slimfuse.faces.identity import distance
-from slimfuse.faces.types import Face
+from slimfuse.faces.track import Track
 
 SelectorMode = Literal["one", "many", "reference"]
+SELECTOR_MODES: tuple[str, ...] = get_args(SelectorMode)
+# In `one` mode another face must be this much larger before the swap moves to it, so it does not flicker
+# between two faces of about the same size.
+SWITCH_MARGIN = 1.2
+
+Describe = Callable[[Track], np.ndarray]
+"""A track's identity descriptor (computed once per track by the tracker)."""
 
 
-def select_faces(
-    faces: list[Face],
-    mode: SelectorMode,
-    reference: np.ndarray | None = None,
-    describe: Callable[[Face], np.ndarray] | None = None,
-    max_distance: float = 0.6,
-    metric: Callable[[np.ndarray, np.ndarray], float] = distance,
-) -> list[Face]:
-    """`faces` come largest first; `reference` is a descriptor and `describe` computes one for a face;
-    `metric` is the recogniser's distance (dlib's Euclidean by default)."""
-    if not faces:
-        return []
-    if mode == "one":
-        return [faces[0]]
-    if mode == "many":
-        return list(faces)
-    if reference is None or describe is None:
-        raise ValueError("reference mode needs a reference descriptor and a way to describe faces")
-    return [face for face in faces if metric(describe(face), reference) <= max_distance]
+class FaceSelector:
+    def __init__(self, mode: SelectorMode, reference: np.ndarray | None = None, position: int = 0,
+                 max_distance: float = 0.6, metric: Callable[[np.ndarray, np.ndarray], float] = distance) -> None:
+        """reference: the descriptor of the person to swap (from a reference photo); None in reference mode: the
+        face at `position` (0 = largest) of the first frame with faces. metric: the recogniser's distance."""
+        self.mode = mode
+        self.position = position
+        self.max_distance = max_distance
+        self.metric = metric
+        self._reference = reference
+        self._chosen: int | None = None
+
+    def select(self, tracks: list[Track], describe: Describe) -> list[Track]:
+        """The tracks to swap in this frame; `tracks` come largest first."""
+        if not tracks:
+            return []
+        if self.mode == "many":
+            return list(tracks)
+        if self.mode == "one":
+            return [self._hold_choice(tracks)]
+        if self._reference is None:
+            self._reference = describe(tracks[min(self.position, len(tracks) - 1)])
+        reference = self._reference
+        return [track for track in tracks if self.metric(describe(track), reference) <= self.max_distance]
+
+    def _hold_choice(self, tracks: list[Track]) -> Track:
+        largest = tracks[0]
+        current = next((track for track in tracks if track.id == self._chosen), None)
+        if current is None or largest.face.size > SWITCH_MARGIN * current.face.size:
+            current = largest
+        self._chosen = current.id
+        return current

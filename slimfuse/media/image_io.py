@@ -127,16 +127,17 @@ def compose_output(loaded: LoadedImage, rgb: np.ndarray) -> Image.Image:
     return image
 
 
-def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None = None) -> None:
-    """Write to a temporary file beside `path`, then rename: the output exists whole or not at all."""
+def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None = None, quality: int = 95) -> None:
+    """Write to a temporary file beside `path`, then rename: the output exists whole or not at all. quality: of
+    JPEG and WebP outputs (1-100)."""
     fmt = check_output_path(path)
     if fmt in ("JPEG", "BMP") and image.mode in ("RGBA", "LA", "I;16"):
         image = image.convert("RGB" if image.mode == "RGBA" else "L")
     options: dict[str, object] = {"format": fmt}
     if fmt == "JPEG":
-        options.update(quality=95, subsampling=0)
+        options.update(quality=quality, subsampling=0)
     if fmt == "WEBP":
-        options.update(quality=95)
+        options.update(quality=quality)
     if icc_profile and fmt in ("JPEG", "PNG", "WEBP"):
         options["icc_profile"] = icc_profile
     parent = path.parent if str(path.parent) else Path(".")

@@ -1,6 +1,9 @@
-"""Swapping faces frame after frame: tracking, selection that holds still, reuse, and per-frame statistics.
+"""The per-frame loop every target goes through: an image is a one-frame stream, a video or a live feed a longer
+one. Analysis tracks the frame's faces and selects the ones to swap; rendering runs the processor chain over them,
+reusing a generated face while its crop has barely changed.
 
-This is the part of the video pipeline that sees pixels; reading and writing streams live in pipeline/video.py.
+This is the part of the pipeline that sees pixels; reading and writing files and streams live beside it
+(pipeline/image.py, pipeline/video.py).
 """
 from __future__ import annotations
 
@@ -9,50 +12,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slimfuse.config import RunConfig
-from slimfuse.faces.track import FaceTracker, Track, TrackerOptions
-from slimfuse.faces.types import Face
-from slimfuse.pipeline.image import ImageSwapper
-from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions, Slot
-from slimfuse.processors.base import FaceCrop
-from slimfuse.processors.blend import paste_back
-
-# In `one` mode another face must be this much larger before the swap moves to it, so it does not flicker
-# between two faces of about the same size.
-SWITCH_MARGIN = 1.2
-
-
-@dataclass(frozen=True)
-class Target:
-    """A face to swap in one frame, and the track it belongs to."""
-
-    track_id: int
-    face: Face
+from slimfuse.faces.recognize import Recognizer
+from slimfuse.faces.select import FaceSelector
+from slimfuse.faces.track import FaceTracker, TrackerModels, TrackerOptions
+from slimfuse.pipeline.chain import Chain, Target
+from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions
 
 
 @dataclass(frozen=True)
 class FrameStats:
     frames: int
     frames_with_faces: int
+    faces_found: int
+    faces_swapped: int
     detections_run: int
     identities_computed: int
     generated: int
     reused: int
 
 
-class FrameSwapper:
-    """Owns the per-run state of a video swap: tracks, the chosen face, the reuse cache."""
+class FrameLoop:
+    """The state of one stream of frames: tracks, the chosen faces, the reuse cache. Make one per target."""
 
-    def __init__(self, swapper: ImageSwapper, config: RunConfig, reuse: ReuseOptions) -> None:
-        self.swapper = swapper
-        self.config = config
-        self.tracker = FaceTracker(swapper.analyser, swapper.identity, TrackerOptions(detect_interval=config.detect_interval))
+    def __init__(self, chain: Chain, prepared: Sequence[object], models: TrackerModels, recognizer: Recognizer,
+                 selector: FaceSelector, detect_interval: int, reuse: ReuseOptions) -> None:
+        self.chain = chain
+        self.prepared = prepared
+        self.tracker = FaceTracker(models, recognizer, TrackerOptions(detect_interval=detect_interval))
+        self.selector = selector
         self.reuse = ReuseCache(reuse)
-        self.prepared = swapper.prepare_sources(keep_identity=True)  # the tracker settles crossing faces by identity
-        self._reference: np.ndarray | None = None
-        self._chosen: int | None = None
         self._frames = 0
         self._with_faces = 0
+        self._found = 0
+        self._swapped = 0
 
     def process(self, rgb: np.ndarray, time: float) -> np.ndarray:
         """The frame with its selected faces swapped (and the frame enhancer applied, when one is chosen);
@@ -65,8 +57,11 @@ class FrameSwapper:
         self._frames += 1
         tracks = self.tracker.update(rgb, time)
         self.reuse.forget({track.id for track in self.tracker.tracks})  # ended tracks free their cache
-        targets = [Target(track.id, track.face) for track in self._select(rgb, tracks)]
+        chosen = self.selector.select(tracks, lambda track: self.tracker.descriptor(rgb, track))
+        targets = [Target.of(track) for track in chosen]
         self._with_faces += bool(targets)
+        self._found += len(tracks)
+        self._swapped += len(targets)
         return targets
 
     def render(self, rgb: np.ndarray, targets: list[Target]) -> np.ndarray:
@@ -75,64 +70,12 @@ class FrameSwapper:
         return self.render_many([(rgb, targets)])[0]
 
     def render_many(self, chunk: Sequence[tuple[np.ndarray, list[Target]]]) -> list[np.ndarray]:
-        """Swap each frame's targets into it, frames in order: each processor runs over the whole chunk (its
-        crops batched together) before the next, and at a memory level that keeps one generator resident at a
-        time its models are released after it."""
-        frames = [rgb for rgb, _ in chunk]
-        for index, (processor, state) in enumerate(zip(self.swapper.processors, self.prepared, strict=True)):
-            placed: list[tuple[int, FaceCrop, Slot]] = []
-            fresh: list[tuple[FaceCrop, Slot]] = []
-            for number, (_, targets) in enumerate(chunk):
-                for target in targets:
-                    crop = processor.crop(frames[number], target.face)
-                    claim = self.reuse.claim((target.track_id, index), crop)
-                    placed.append((number, crop, claim.slot))
-                    if claim.fresh:
-                        fresh.append((crop, claim.slot))
-            if fresh:
-                results = processor.process([crop for crop, _ in fresh], state)
-                for (_, slot), result in zip(fresh, results, strict=True):
-                    slot.result = result
-            for number, crop, slot in placed:
-                result = slot.fitted(crop.image.shape[:2])
-                frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame)
-            self.swapper.stage_done(processor)
-        return [self.swapper.finish_frame(frame) for frame in frames]
+        """Swap each frame's targets into it, frames in order, each processor over the whole chunk at once."""
+        return self.chain.render(chunk, self.prepared, self.reuse)
 
     def stats(self) -> FrameStats:
-        return FrameStats(frames=self._frames, frames_with_faces=self._with_faces,
+        return FrameStats(frames=self._frames, frames_with_faces=self._with_faces, faces_found=self._found,
+                          faces_swapped=self._swapped,
                           detections_run=self.tracker.detections_run,
                           identities_computed=self.tracker.identities_computed,
                           generated=self.reuse.generated, reused=self.reuse.reused)
-
-    def _select(self, rgb: np.ndarray, tracks: list[Track]) -> list[Track]:
-        mode = self.config.face_selector_mode
-        if not tracks:
-            return []
-        if mode == "many":
-            return tracks
-        if mode == "one":
-            return [self._hold_choice(tracks)]
-        reference = self._reference_descriptor(rgb, tracks)
-        return [track for track in tracks
-                if self.swapper.identity.distance(self.tracker.descriptor(rgb, track), reference)
-                <= self.config.reference_face_distance]
-
-    def _hold_choice(self, tracks: list[Track]) -> Track:
-        largest = tracks[0]
-        current = next((track for track in tracks if track.id == self._chosen), None)
-        if current is None or largest.face.size > SWITCH_MARGIN * current.face.size:
-            current = largest
-        self._chosen = current.id
-        return current
-
-    def _reference_descriptor(self, rgb: np.ndarray, tracks: list[Track]) -> np.ndarray:
-        """From --reference-face-image, or else the face at --reference-face-position in the first frame with faces."""
-        if self._reference is None:
-            if self.config.reference_face_image is not None:  # the target's own faces are not used then
-                self._reference = self.swapper.reference_descriptor(rgb, [])
-            else:
-                position = min(self.config.reference_face_position, len(tracks) - 1)
-                self._reference = self.tracker.descriptor(rgb, tracks[position])
-        return self._reference
-

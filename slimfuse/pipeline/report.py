@@ -7,31 +7,32 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from slimfuse.config import RunConfig
 from slimfuse.errors import InterruptedByUser, SlimfuseError, Terminated, TerminatedBySignal
 from slimfuse.memory.batching import AdaptiveBatcher
-from slimfuse.memory.plan import MemoryPlan
 from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import _write_atomic
 
-# Called with a stage's name when it ends (models, sources, processing, write).
-StageHook = Callable[[str], None]
+
+
+class Plan(Protocol):
+    """What a run decided (slimfuse.pipeline.plan.RunPlan), as the report records it."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class RunReport:
-    def __init__(self, path: Path, config: RunConfig, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, config: RunConfig, target: Path | None = None) -> None:
         self.path = path
         self.config = config
-        self.options = options or {}
-        """Effective options that are not RunConfig fields (video encoding, temp frames)."""
+        self.target = target
         self.pool: ModelPool | None = None
-        self.plan: MemoryPlan | None = None
+        self.plan: Plan | None = None
         self.batcher: AdaptiveBatcher | None = None
         self._stages: list[dict[str, Any]] = []
         self._started = self._last = time.perf_counter()
@@ -58,11 +59,12 @@ class RunReport:
         config = self.config
         report: dict[str, Any] = {
             "ok": error is None,
-            "inputs": {"sources": [str(p) for p in config.sources], "target": str(config.target),
-                       "reference_face_image": None if config.reference_face_image is None
-                       else str(config.reference_face_image)},
+            "inputs": {"sources": [str(p) for p in config.sources],
+                       "target": None if self.target is None else str(self.target),
+                       "reference_face_image": None if config.faces.reference_face_image is None
+                       else str(config.faces.reference_face_image)},
             "output": None if output is None else str(output),
-            "config": {**asdict(config), **self.options},
+            "config": config.options(),
             "providers": None if self.pool is None else self.pool.provider_report.to_dict(),
             "pool": None if self.pool is None else asdict(self.pool.stats()),
             "memory_plan": None if self.plan is None else self.plan.to_dict(),

@@ -1,7 +1,7 @@
 """Swap faces through a whole video.
 
-Streaming (the default): a decoder thread and an encoder thread around the frame swapper, joined by bounded
-queues, so memory stays flat however long the video is and nothing touches the disk but the output. Disk mode
+Streaming (the default): a decoder thread and an encoder thread around the frame loop, joined by bounded queues,
+so memory stays flat however long the video is and nothing touches the disk but the output. Disk mode
 (`--temp-frame-format`): frames go to a temporary directory first, for machines short of memory; it is removed
 on success, error and Ctrl-C unless `--keep-temp`.
 """
@@ -13,33 +13,37 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from slimfuse.cli.progress import Progress
-from slimfuse.config import RunConfig
 from slimfuse.errors import VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
-from slimfuse.media.video_encoding import EncodeSettings
 from slimfuse.media.video_io import VideoFrame, VideoInfo, VideoReader, VideoWriter, probe
-from slimfuse.memory.batching import AdaptiveBatcher
-from slimfuse.models.neural.frame_enhancers import SCALES
-from slimfuse.models.pool import ModelPool
-from slimfuse.models.store import Notify
-from slimfuse.pipeline.frames import FrameStats, FrameSwapper, Target
-from slimfuse.pipeline.image import ImageSwapper, refuse_overwriting_inputs
-from slimfuse.pipeline.report import StageHook
-from slimfuse.pipeline.reuse import ReuseOptions
-
-# Reuse threshold when --reuse-threshold is not given and the swapper is a neural generator.
-NEURAL_REUSE_THRESHOLD = 2.0
+from slimfuse.pipeline.chain import Target
+from slimfuse.pipeline.frames import FrameLoop, FrameStats
+from slimfuse.pipeline.image import refuse_overwriting_inputs
+from slimfuse.pipeline.run import Run
 
 
-@dataclass(frozen=True)
-class TempFrameOptions:
-    format: str
-    root: Path | None = None
-    keep: bool = False
+class Progress(Protocol):
+    """Where a video job reports its frames (the command line draws a bar; the server records them)."""
+
+    total: int | None
+    done: int
+
+    def advance(self, frames: int = 1) -> None: ...
+
+
+@dataclass
+class CountingProgress:
+    """Progress that only counts (no bar, no output)."""
+
+    total: int | None = None
+    done: int = 0
+
+    def advance(self, frames: int = 1) -> None:
+        self.done += frames
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class VideoResult:
     """Model loading and source preparation, before the first frame."""
 
 
-def _render(frames: FrameSwapper, frame: VideoFrame, targets: Future[list[Target]]) -> np.ndarray:
+def _render(frames: FrameLoop, frame: VideoFrame, targets: Future[list[Target]]) -> np.ndarray:
     return frames.render(frame.rgb, targets.result())
 
 
@@ -61,74 +65,59 @@ def partial_path(output: Path) -> Path:
     return output.with_name(f"{output.stem}.partial{output.suffix}")
 
 
-def reuse_options(config: RunConfig) -> ReuseOptions:
-    threshold = config.reuse_threshold
-    if threshold is None:
-        threshold = 0.0 if config.face_swapper_model == "mesh" else NEURAL_REUSE_THRESHOLD
-    return ReuseOptions(threshold=threshold, max_frames=config.reuse_max_frames)
-
-
 class VideoSwapJob:
-    def __init__(self, config: RunConfig, pool: ModelPool, notify: Notify, encode: EncodeSettings,
-                 progress: Progress, temp: TempFrameOptions | None = None, stage: StageHook | None = None,
-                 batcher: AdaptiveBatcher | None = None, queue_frames: int | None = None,
-                 decoder_threads: int = 0, render_workers: int | None = None) -> None:
-        """batcher: the run's batch sizes and out-of-memory back-off; queue_frames: frames each queue (and chunk)
-        holds, render_workers: frames rendered at once when streaming (defaults: the memory level's);
-        decoder_threads: 0 lets FFmpeg choose (the encoder's are in `encode`)."""
-        self.decoder_threads = decoder_threads
-        self.render_workers = config.memory_level.render_workers if render_workers is None else render_workers
-        self.config = config
-        self.batcher = batcher
-        self.queue_frames = max(1, config.memory_level.queue_frames if queue_frames is None else queue_frames)
-        self.stage: StageHook = stage or (lambda name: None)
-        self.pool = pool
-        self.notify = notify
-        self.encode = encode
-        self.progress = progress
-        self.temp = temp
+    def __init__(self, run: Run, target: Path, output: Path, progress: Progress | None = None) -> None:
+        """The run's plan sets the frames each queue (and chunk) holds, the frames rendered at once and the
+        codecs' threads."""
+        self.run = run
+        self.target = target
+        self.output = output
+        memory = run.plan.memory
+        self.level = run.config.memory.level
+        self.queue_frames = max(1, memory.queue_frames)
+        self.render_workers = memory.render_workers
+        self.codec_threads = memory.codec_threads
+        self.encode = run.config.encode.settings(memory.codec_threads)
+        self.progress: Progress = progress if progress is not None else CountingProgress()
 
-    def run(self) -> VideoResult:
+    def run_job(self) -> VideoResult:
         started = time.perf_counter()
-        config = self.config
-        refuse_overwriting_inputs(config)
-        info = probe(config.target)
-        written = info
-        if config.frame_enhancer_model != "none" and config.frame_enhancer_keep_scale:
-            scale = SCALES[config.frame_enhancer_model]  # frames come out of the enhancer this much larger
-            written = replace(info, width=info.width * scale, height=info.height * scale)
-        start, end = config.trim_frame_start, config.trim_frame_end
-        swapper = ImageSwapper(self.config, self.pool, self.notify, self.batcher)
-        self.stage("models")
-        frames = FrameSwapper(swapper, config, reuse_options(config))
-        self.stage("sources")
+        run, config = self.run, self.run.config
+        refuse_overwriting_inputs(run, [self.target], self.output)
+        info = probe(self.target)
+        scale = run.chain.frame_scale  # frames come out of a frame enhancer that keeps its scale this much larger
+        written = info if scale == 1 else replace(info, width=info.width * scale, height=info.height * scale)
+        start, end = config.video.trim_frame_start, config.video.trim_frame_end
+        frames = run.loop(run.prepare(keep_identity=True))  # the tracker settles crossing faces by identity
+        run.mark("sources")
         estimated = info.estimated_frames
         if self.progress.total is None and estimated is not None:
             self.progress.total = max(0, (min(end, estimated) if end is not None else estimated) - start)
-        writer = VideoWriter(config.output, written, self.encode, trim_start=start, trim_end=end,
-                             queue_size=self.queue_frames, notify=self.notify)
+        writer = VideoWriter(self.output, written, self.encode, trim_start=start, trim_end=end,
+                             queue_size=self.queue_frames, notify=run.notify)
         setup_seconds = time.perf_counter() - started
+        temp = config.video.temp_frame_format
         with writer:
-            with VideoReader(config.target, start=start, end=end, queue_size=self.queue_frames, info=info,
-                             threads=self.decoder_threads) as reader:
+            with VideoReader(self.target, start=start, end=end, queue_size=self.queue_frames, info=info,
+                             threads=self.codec_threads) as reader:
                 try:
-                    if self.temp is None and config.memory_level.chunked:
+                    if temp is None and self.level.chunked:
                         self._in_chunks(reader, frames, writer)
-                    elif self.temp is None:
+                    elif temp is None:
                         self._stream(reader, frames, writer)
                     else:
-                        self._through_disk(reader, frames, writer, self.temp)
+                        self._through_disk(reader, frames, writer, temp)
                 except VideoDecodeStoppedError as error:
                     self._keep_partial(writer, error)
                     raise
-            self.stage("processing")
+            run.mark("processing")
             stats = frames.stats()
-            del frames, swapper  # they hold sessions too; the encoder's flush gets the memory back
-            self.pool.release_all()
-        self.stage("write")
-        return VideoResult(config.output, info, writer.frames_written, stats, setup_seconds)
+            del frames  # it holds sessions too; the encoder's flush gets the memory back
+            run.residency.after_run()
+        run.mark("write")
+        return VideoResult(self.output, info, writer.frames_written, stats, setup_seconds)
 
-    def _stream(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
+    def _stream(self, reader: Iterable[VideoFrame], frames: FrameLoop, writer: VideoWriter) -> None:
         """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by the
         job's render threads (one when reuse links each frame to the last), and written in order. ONNX
         Runtime, OpenCV and FFmpeg do their work outside the GIL, so the threads share the cores."""
@@ -152,7 +141,7 @@ class VideoSwapJob:
             while in_flight:
                 self._write_oldest(in_flight, writer)
 
-    def _in_chunks(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter) -> None:
+    def _in_chunks(self, reader: Iterable[VideoFrame], frames: FrameLoop, writer: VideoWriter) -> None:
         """Frames analysed in order and rendered a chunk at a time (the memory levels that say so): each
         processor runs over the whole chunk, in wide batches, before the next one loads."""
         chunk: list[tuple[VideoFrame, list[Target]]] = []
@@ -181,9 +170,10 @@ class VideoSwapJob:
         writer.write(frame.with_rgb(rendered.result()))
         self.progress.advance()
 
-    def _through_disk(self, reader: Iterable[VideoFrame], frames: FrameSwapper, writer: VideoWriter,
-                      temp: TempFrameOptions) -> None:
-        with TempFrames(temp.format, root=temp.root, keep=temp.keep, notify=self.notify) as stored:
+    def _through_disk(self, reader: Iterable[VideoFrame], frames: FrameLoop, writer: VideoWriter,
+                      temp: str) -> None:
+        video = self.run.config.video
+        with TempFrames(temp, root=video.temp_path, keep=video.keep_temp, notify=self.run.notify) as stored:
             stopped: VideoDecodeStoppedError | None = None
             try:
                 stored.extract(reader)
@@ -200,7 +190,7 @@ class VideoSwapJob:
         """Finish the frames that decoded under a name of their own, and say where they are."""
         if writer.frames_written == 0 and self.progress.done == 0:
             return
-        partial = partial_path(self.config.output)
+        partial = partial_path(self.output)
         writer.close(partial)
         error.detail = f"{error.detail}; the {self.progress.done} frames before it are in {partial}"
         error.args = (error.message,)

@@ -36,6 +36,11 @@ class FaceMasker:
         self.parser_model = parser_model
         self.parser_options = ParserOptions(regions=tuple(regions))
 
+    @staticmethod
+    def models_for(types: Sequence[str], occluder_model: str, parser_model: str) -> tuple[str, ...]:
+        """The catalog models the selected mask types run."""
+        return ((occluder_model,) if "occlusion" in types else ()) + ((parser_model,) if "region" in types else ())
+
     def load(self) -> None:
         """Load (and check) the occluder and parser the selected types need, before any work for them."""
         if "occlusion" in self.options.types:

@@ -6,36 +6,42 @@ import argparse
 import pytest
 
 from slimfuse.cli.main import build_parser
-from slimfuse.cli.swap import DEFAULTS, build_config
+from slimfuse.cli.swap import config_from_args
 from slimfuse.config import RunConfig
 from slimfuse.profiles import GIB, PROFILE_OPTIONS, PROFILES, recommend
 
 
 def _config(*options: str) -> tuple[RunConfig, argparse.Namespace]:
     args = build_parser().parse_args(["swap", "-s", "a.jpg", "-t", "b.mp4", "-o", "c.mp4", *options])
-    return build_config(args), args
+    return config_from_args(args), args
 
 
 def test_the_4gb_recipe() -> None:
-    config, args = _config("--profile", "low-vram-4g")
-    assert config.execution_providers == ("cuda",) and config.execution_gpu_memory_limit == 3 * GIB
-    assert config.target_face_size == 720 and config.system_memory_limit == 8.0
-    assert config.face_enhancer_model == "none" and args.temp_frame_format == "jpg" and config.profile == "low-vram-4g"
+    options = _config("--profile", "low-vram-4g")[0].options()
+    assert options["execution_providers"] == ("cuda",) and options["execution_gpu_memory_limit"] == 3 * GIB
+    assert options["target_face_size"] == 720 and options["system_memory_limit"] == 8.0
+    assert options["face_enhancer_model"] == "none" and options["temp_frame_format"] == "jpg"
+    assert options["profile"] == "low-vram-4g"
 
 
 def test_explicit_options_override_the_profile() -> None:
-    config, args = _config("--profile", "low-vram-4g", "--target-face-size", "300", "--execution-provider", "cpu",
-                           "--temp-frame-format", "png", "--system-memory-limit", "2")
-    assert config.target_face_size == 300 and config.execution_providers == ("cpu",)
-    assert args.temp_frame_format == "png" and config.system_memory_limit == 2.0
-    assert config.execution_gpu_memory_limit == 3 * GIB  # not given: still the profile's
+    options = _config("--profile", "low-vram-4g", "--target-face-size", "300", "--execution-provider", "cpu",
+                      "--temp-frame-format", "png", "--system-memory-limit", "2")[0].options()
+    assert options["target_face_size"] == 300 and options["execution_providers"] == ("cpu",)
+    assert options["temp_frame_format"] == "png" and options["system_memory_limit"] == 2.0
+    assert options["execution_gpu_memory_limit"] == 3 * GIB  # not given: still the profile's
 
 
 def test_without_a_profile_the_defaults_apply() -> None:
-    config, args = _config()
-    for option in PROFILE_OPTIONS & {field for field in vars(DEFAULTS)}:
-        assert getattr(config, option) == getattr(DEFAULTS, option), option
-    assert args.temp_frame_format is None and config.profile is None
+    options, defaults = _config()[0].options(), RunConfig().options()
+    for option in PROFILE_OPTIONS:
+        assert options[option] == defaults[option], option
+    assert options["temp_frame_format"] is None and options["profile"] is None
+
+
+def test_the_api_applies_profiles_as_the_command_line_does() -> None:
+    from_api = RunConfig.from_options(["a.jpg"], profile="low-vram-4g", target_face_size=300)
+    assert from_api == _config("--profile", "low-vram-4g", "--target-face-size", "300")[0]
 
 
 @pytest.mark.parametrize("name", list(PROFILES))

@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 
 import neural_models as nm
-from slimfuse.config import RunConfig
+from scenes import run_for
 from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.recognize import ArcFaceRecognizer, DlibRecognizer, build_recognizer
-from slimfuse.faces.select import select_faces
+from slimfuse.faces.select import FaceSelector
+from slimfuse.faces.track import Track
+from slimfuse.faces.types import Face
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
-from slimfuse.pipeline.image import ImageSwapper
+from slimfuse.pipeline.image import swap_image_file
 
 
 def _pool(root: Path, store: Store, free_batch: bool) -> ModelPool:
@@ -69,22 +71,23 @@ def test_both_recognisers_behind_one_interface(arcface_pool: ModelPool) -> None:
 
 
 def test_reference_selection_uses_the_recognisers_metric() -> None:
-    faces = ["a", "b", "c"]
-    vectors = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0]), "c": np.array([0.9, 0.1])}
+    face = Face(box=np.array([0, 0, 10, 10], np.float32), score=1.0, keypoints=np.zeros((6, 2), np.float32))
+    tracks = [Track(id=index, face=face, raw=face, filter=None) for index in range(3)]
+    vectors = {0: np.array([1.0, 0.0]), 1: np.array([0.0, 1.0]), 2: np.array([0.9, 0.1])}
     cosine = ArcFaceRecognizer.distance
-    chosen = select_faces(faces, "reference", np.array([1.0, 0.0]), vectors.__getitem__, 0.3,  # type: ignore[arg-type]
-                          lambda x, y: cosine(None, x, y))  # type: ignore[arg-type]
-    assert chosen == ["a", "c"]
+    selector = FaceSelector("reference", np.array([1.0, 0.0]), max_distance=0.3,
+                            metric=lambda x, y: cosine(None, x, y))  # type: ignore[arg-type]
+    chosen = selector.select(tracks, lambda track: vectors[track.id])
+    assert [track.id for track in chosen] == [0, 2]
 
 
-def test_the_image_swap_selects_by_arcface(arcface_pool: ModelPool, tmp_path: Path, grace_hopper_path: Path,
+def test_the_image_swap_selects_by_arcface(models_dir: Path, tmp_path: Path, grace_hopper_path: Path,
                                            astronaut_path: Path) -> None:
     # The stand-in is no real recogniser, but a face is always itself: reference = the target's own face.
+    nm.save(nm.recognizer(), models_dir, "arcface_w600k_r50")
     output = tmp_path / "out.png"
-    config = RunConfig(sources=(astronaut_path,), target=grace_hopper_path, output=output,
-                       face_selector_mode="reference", face_recognizer_model="arcface_w600k_r50",
-                       reference_face_distance=0.01)
-    swapper = ImageSwapper(config, arcface_pool, lambda message: None)
-    assert isinstance(swapper.identity, ArcFaceRecognizer)
-    swapper.run()
+    run = run_for(astronaut_path, grace_hopper_path, face_selector_mode="reference", models_dir=models_dir,
+                  face_recognizer_model="arcface_w600k_r50", reference_face_distance=0.01)
+    assert isinstance(run.recognizer, ArcFaceRecognizer)
+    swap_image_file(run, grace_hopper_path, output)
     assert output.exists()

@@ -13,13 +13,15 @@ import pytest
 import neural_models as nm
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import build_parser, main
-from slimfuse.cli.swap import build_config
+from slimfuse.cli.swap import config_from_args
 from slimfuse.config import RunConfig
+from slimfuse.errors import UsageError
 from slimfuse.memory.levels import LEVELS
 from slimfuse.memory.plan import MB, ModelNeed, plan_memory
 from slimfuse.models.store import Store, sha256_file
 from slimfuse.models.variants import PASS, VariantRecord, now
-from slimfuse.pipeline.run_memory import cpu_only_models, reduced_precision_variants
+from slimfuse.pipeline.plan import RunPlan, plan_run
+from slimfuse.pipeline.run import run_models
 
 SWAPPER, RECOGNIZER, ENHANCER = "inswapper_128", "arcface_w600k_r50", "gfpgan_1.4"
 NEURAL = ("--face-swapper-model", SWAPPER, "--face-enhancer-model", ENHANCER)
@@ -27,38 +29,43 @@ NEURAL = ("--face-swapper-model", SWAPPER, "--face-enhancer-model", ENHANCER)
 
 def _config(*options: str) -> tuple[RunConfig, argparse.Namespace]:
     args = build_parser().parse_args(["swap", "-s", "a.jpg", "-t", "b.mp4", "-o", "c.mp4", *options])
-    return build_config(args), args
+    return config_from_args(args), args
+
+
+def _plan(store: Store, *options: str) -> RunPlan:
+    config = _config(*options)[0]
+    return plan_run(config, run_models(config, store.catalog), store)
 
 
 def test_strategies_name_levels_and_profiles_set_them_under_explicit_options() -> None:
-    assert _config()[0].video_memory_level == 1
-    assert _config("--video-memory-strategy", "strict")[0].video_memory_level == 2
-    assert _config("--video-memory-strategy", "tolerant")[0].video_memory_level == 0
-    assert _config("--profile", "jetson")[0].video_memory_level == 2
-    assert _config("--profile", "jetson", "--video-memory-level", "0")[0].video_memory_level == 0
+    assert _config()[0].memory.video_memory_level == 1
+    assert _config("--video-memory-strategy", "strict")[0].memory.video_memory_level == 2
+    assert _config("--video-memory-strategy", "tolerant")[0].memory.video_memory_level == 0
+    assert _config("--profile", "jetson")[0].memory.video_memory_level == 2
+    assert _config("--profile", "jetson", "--video-memory-level", "0")[0].memory.video_memory_level == 0
     with pytest.raises(SystemExit):
         _config("--video-memory-level", "2", "--video-memory-strategy", "strict")
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="--video-memory-level: invalid choice 4"):
         _config("--video-memory-level", "4")
 
 
-def test_level_3_caps_faces_and_tiles_and_each_level_sets_the_runtime() -> None:
-    capped = _config("--video-memory-level", "3", "--target-face-size", "1024", "--face-swapper-pixel-boost", "768",
-                     "--frame-enhancer-tile-size", "384")[0]
-    assert (capped.target_face_size, capped.face_swapper_pixel_boost, capped.frame_enhancer_tile_size) == (512, 512, 128)
-    kept = _config("--video-memory-level", "2", "--target-face-size", "1024")[0]
-    assert kept.target_face_size == 1024
-    arenas = [_config("--video-memory-level", str(level))[0].runtime_options() for level in LEVELS]
+def test_level_3_caps_faces_and_tiles_and_each_level_sets_the_runtime(store: Store) -> None:
+    capped = _plan(store, "--video-memory-level", "3", "--target-face-size", "1024", "--face-swapper-pixel-boost",
+                   "768", "--frame-enhancer-tile-size", "384")
+    assert (capped.face_size, capped.pixel_boost, capped.frame_tile) == (512, 512, 128)
+    kept = _plan(store, "--video-memory-level", "2", "--target-face-size", "1024")
+    assert kept.face_size == 1024
+    arenas = [_plan(store, "--video-memory-level", str(level)).runtime for level in LEVELS]
     assert [(r.enable_cpu_arena, r.shrink_arenas, r.enable_mem_pattern) for r in arenas] == [
         (True, False, True), (True, True, True), (False, True, False), (False, True, False)]
 
 
-def test_a_budget_on_a_gpu_caps_the_device_arena_unless_a_limit_is_given() -> None:
-    assert _config("--execution-provider", "cuda", "--memory-budget", "3000")[0].runtime_options().gpu_mem_limit \
+def test_a_budget_on_a_gpu_caps_the_device_arena_unless_a_limit_is_given(store: Store) -> None:
+    assert _plan(store, "--execution-provider", "cuda", "--memory-budget", "3000").runtime.gpu_mem_limit \
         == 3000 * MB
-    assert _config("--execution-provider", "cuda", "--memory-budget", "3000", "--execution-gpu-memory-limit",
-                   "2G")[0].runtime_options().gpu_mem_limit == 2 * (1 << 30)
-    assert _config("--memory-budget", "3000")[0].runtime_options().gpu_mem_limit is None
+    assert _plan(store, "--execution-provider", "cuda", "--memory-budget", "3000", "--execution-gpu-memory-limit",
+                 "2G").runtime.gpu_mem_limit == 2 * (1 << 30)
+    assert _plan(store, "--memory-budget", "3000").runtime.gpu_mem_limit is None
 
 
 def test_strict_levels_plan_one_generator_and_hold_a_chunk_of_frames() -> None:
@@ -72,11 +79,10 @@ def test_strict_levels_plan_one_generator_and_hold_a_chunk_of_frames() -> None:
 
 
 def test_analysis_models_go_to_the_cpu_only_at_strict_levels_on_a_gpu(store: Store) -> None:
-    gpu_strict = _config("--execution-provider", "cuda", "--video-memory-level", "2", *NEURAL)[0]
-    on_cpu = cpu_only_models(gpu_strict, store)
+    on_cpu = _plan(store, "--execution-provider", "cuda", "--video-memory-level", "2", *NEURAL).cpu_only
     assert "face_landmark" in on_cpu and SWAPPER not in on_cpu and ENHANCER not in on_cpu
-    assert cpu_only_models(_config("--execution-provider", "cuda", *NEURAL)[0], store) == ()
-    assert cpu_only_models(_config("--video-memory-level", "2", *NEURAL)[0], store) == ()
+    assert _plan(store, "--execution-provider", "cuda", *NEURAL).cpu_only == ()
+    assert _plan(store, "--video-memory-level", "2", *NEURAL).cpu_only == ()
 
 
 def _store_variant(store: Store, name: str, variant: str, verdict: str) -> None:
@@ -94,13 +100,12 @@ def test_level_3_picks_the_stored_variants_that_passed_their_gate(tmp_path: Path
     _store_variant(home, ENHANCER, "int8", "fail")
     _store_variant(home, ENHANCER, "int8-dynamic", PASS)
     _store_variant(home, "face_landmark", "fp16", PASS)
-    config = _config("--video-memory-level", "3", *NEURAL)[0]
-    assert dict(reduced_precision_variants(config, home)) == {SWAPPER: f"{SWAPPER}.int8",
-                                                              ENHANCER: f"{ENHANCER}.int8-dynamic"}
-    on_gpu = _config("--video-memory-level", "3", "--execution-provider", "cuda", *NEURAL)[0]
-    assert dict(reduced_precision_variants(on_gpu, home)) == {"face_landmark": "face_landmark.fp16"}
-    chosen = _config("--video-memory-level", "3", "--face-swapper-model", f"{SWAPPER}.fp16")[0]
-    assert dict(reduced_precision_variants(chosen, home))[SWAPPER] == f"{SWAPPER}.fp16"
+    assert dict(_plan(home, "--video-memory-level", "3", *NEURAL).variants) == {SWAPPER: f"{SWAPPER}.int8",
+                                                                                ENHANCER: f"{ENHANCER}.int8-dynamic"}
+    on_gpu = _plan(home, "--video-memory-level", "3", "--execution-provider", "cuda", *NEURAL)
+    assert dict(on_gpu.variants) == {"face_landmark": "face_landmark.fp16"}
+    chosen = _plan(home, "--video-memory-level", "3", "--face-swapper-model", f"{SWAPPER}.fp16")
+    assert dict(chosen.variants)[SWAPPER] == f"{SWAPPER}.fp16"
 
 
 @pytest.fixture(scope="module")

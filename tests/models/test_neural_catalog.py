@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from slimfuse.cli.main import build_parser
+from slimfuse.config import RunConfig
+from slimfuse.errors import UsageError
 from slimfuse.faces.align import TEMPLATES
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
@@ -131,10 +133,16 @@ def test_nothing_pickled_is_ever_a_model_file() -> None:
 
 def test_the_command_line_offers_the_catalog() -> None:
     swap = build_parser()._subparsers._group_actions[0].choices["swap"]  # type: ignore[union-attr]
-    choices = {action.dest: action.choices for action in swap._actions}
-    assert list(choices["face_swapper_model"]) == ["mesh", *SWAPPERS]
-    assert list(choices["face_enhancer_model"]) == ["none", *ENHANCERS]
-    assert list(choices["face_recognizer_model"]) == ["dlib", "arcface_w600k_r50"]
-    assert list(choices["face_swapper_pixel_boost"]) == [128, 256, 384, 512, 768, 1024]
-    assert set(choices["execution_providers"]) == {"cpu", "cuda", "tensorrt", "rocm", "openvino", "coreml",
-                                                   "directml"}
+    help_text = swap.format_help()
+    assert all(name in help_text for name in (*SWAPPERS, *ENHANCERS, "arcface_w600k_r50", "tensorrt", "directml"))
+    for option, names in (("face_swapper_model", ["mesh", *SWAPPERS]), ("face_enhancer_model", ["none", *ENHANCERS]),
+                          ("face_recognizer_model", ["dlib", "arcface_w600k_r50"]),
+                          ("face_swapper_pixel_boost", [128, 256, 384, 512, 768, 1024]),
+                          ("execution_providers", [("cpu", "cuda", "tensorrt", "rocm", "openvino", "coreml",
+                                                    "directml")])):
+        for name in names:
+            assert RunConfig.from_options(**{option: name}).options()[option] == name
+    for option, wrong in (("face_swapper_model", "roop"), ("face_swapper_pixel_boost", 200),
+                          ("execution_providers", ("vulkan",))):
+        with pytest.raises(UsageError, match=f"--{option.replace('_', '-')}: invalid choice"):
+            RunConfig.from_options(**{option: wrong})

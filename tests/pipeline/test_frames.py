@@ -7,20 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
+from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, frame_loop, place
 from slimfuse.bench.clips import make_clip, still
 from slimfuse.bench.metrics import psnr
-from slimfuse.config import RunConfig
 from slimfuse.media.video_io import VideoReader
 from slimfuse.models.pool import ModelPool
-from slimfuse.pipeline.frames import FrameSwapper
-from slimfuse.pipeline.image import ImageSwapper
-from slimfuse.pipeline.reuse import ReuseOptions
+from slimfuse.pipeline.frames import FrameLoop
 
 
-def _swapper(pool: ModelPool, source: Path, reuse: ReuseOptions = ReuseOptions(), **options: object) -> FrameSwapper:
-    config = RunConfig(sources=(source,), target=Path("clip.mp4"), output=Path("out.mp4"), **options)  # type: ignore[arg-type]
-    return FrameSwapper(ImageSwapper(config, pool, lambda message: None), config, reuse)
+def _swapper(pool: ModelPool, source: Path, **options: object) -> FrameLoop:
+    return frame_loop(source, **options)
 
 
 def _crossing(grace_hopper: np.ndarray, astronaut: np.ndarray, frames: int = 40) -> list[tuple[np.ndarray, list]]:
@@ -87,7 +83,7 @@ def test_reference_mode_keeps_the_chosen_person_when_faces_cross(pool: ModelPool
 def test_reuse_skips_the_generator_on_a_still_face_and_stays_close(pool: ModelPool, grace_hopper: np.ndarray,
                                                                    astronaut_path: Path) -> None:
     plain = _swapper(pool, astronaut_path)
-    reusing = _swapper(pool, astronaut_path, ReuseOptions(threshold=4.0, max_frames=3))
+    reusing = _swapper(pool, astronaut_path, reuse_threshold=4.0, reuse_max_frames=3)
     rng = np.random.default_rng(1)
     for index in range(12):
         frame = np.clip(grace_hopper.astype(np.int16) + rng.integers(-2, 3, grace_hopper.shape), 0, 255)
@@ -122,7 +118,7 @@ def test_one_mode_holds_its_choice(pool: ModelPool, grace_hopper: np.ndarray, as
 
 def test_a_small_face_that_walks_in_is_found_by_the_tile_scan(pool: ModelPool, grace_hopper: np.ndarray,
                                                               astronaut: np.ndarray, astronaut_path: Path) -> None:
-    swapper = _swapper(pool, astronaut_path, face_selector_mode="many", detect_interval=2)
+    swapper = _swapper(pool, astronaut_path, face_selector_mode="many", face_detector_interval=2)
     base = np.full((853, 1280, 3), 80, dtype=np.uint8)
     place(base, grace_hopper, GRACE_HOPPER_FACE, 260, (330, 400))
     found_at = None

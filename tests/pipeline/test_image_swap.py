@@ -7,12 +7,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, group, place, rotated, small_face_on_4k, swap_image
-from slimfuse.config import RunConfig
+from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, group, place, rotated, small_face_on_4k, swap_file, swap_image
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distance
 from slimfuse.models.pool import ModelPool
-from slimfuse.pipeline.image import ImageSwapper
 
 
 def _descriptor(pool: ModelPool, image: np.ndarray) -> np.ndarray:
@@ -26,7 +24,7 @@ def test_swapped_face_takes_the_source_identity(pool: ModelPool, tmp_path: Path,
         grace_hopper_path, astronaut_path)
     source = np.asarray(Image.open(source_path).convert("RGB"))
     target = np.asarray(Image.open(target_path).convert("RGB"))
-    result = swap_image(pool, tmp_path, source_path, target)
+    result = swap_image(tmp_path, source_path, target)
     swapped = _descriptor(pool, result)
     to_source = distance(swapped, _descriptor(pool, source))
     to_target = distance(swapped, _descriptor(pool, target))
@@ -36,7 +34,7 @@ def test_swapped_face_takes_the_source_identity(pool: ModelPool, tmp_path: Path,
 
 def test_outside_the_face_the_output_equals_the_target(pool: ModelPool, tmp_path: Path, astronaut_path: Path,
                                                        grace_hopper: np.ndarray) -> None:
-    result = swap_image(pool, tmp_path, astronaut_path, grace_hopper)
+    result = swap_image(tmp_path, astronaut_path, grace_hopper)
     changed = np.any(result != grace_hopper, axis=2)
     assert changed.sum() > 5000  # the face really was replaced
     points = FaceAnalyser(pool).faces(grace_hopper)[0].landmarks
@@ -59,9 +57,9 @@ def test_many_mode_swaps_every_face_and_one_mode_only_the_largest(pool: ModelPoo
         diff = np.any(result != canvas, axis=2)
         return [bool(diff[int(b[1]):int(b[3]), int(b[0]):int(b[2])].mean() > 0.2) for b in boxes]
 
-    many = swap_image(pool, tmp_path, grace_hopper_path, canvas, face_selector_mode="many")
+    many = swap_image(tmp_path, grace_hopper_path, canvas, face_selector_mode="many")
     assert changed_faces(many) == [True] * 6
-    one = swap_image(pool, tmp_path, grace_hopper_path, canvas, face_selector_mode="one")
+    one = swap_image(tmp_path, grace_hopper_path, canvas, face_selector_mode="one")
     assert changed_faces(one) == [True] + [False] * 5
 
 
@@ -69,7 +67,7 @@ def test_reference_mode_swaps_only_the_reference_person(pool: ModelPool, tmp_pat
                                                         astronaut: np.ndarray, astronaut_path: Path,
                                                         grace_hopper_path: Path) -> None:
     scene = group(grace_hopper, astronaut, face_px=120)
-    result = swap_image(pool, tmp_path, grace_hopper_path, scene.image, face_selector_mode="reference",
+    result = swap_image(tmp_path, grace_hopper_path, scene.image, face_selector_mode="reference",
                    reference_face_image=astronaut_path)
     diff = np.any(result != scene.image, axis=2)
     swapped = [bool(diff[int(b[1]):int(b[3]), int(b[0]):int(b[2])].mean() > 0.2) for b in scene.faces]
@@ -80,7 +78,7 @@ def test_reference_mode_swaps_only_the_reference_person(pool: ModelPool, tmp_pat
 def test_rolled_heads_are_swapped(pool: ModelPool, tmp_path: Path, degrees: float, grace_hopper: np.ndarray,
                                   astronaut: np.ndarray, astronaut_path: Path) -> None:
     target = rotated(grace_hopper, degrees)
-    result = swap_image(pool, tmp_path, astronaut_path, target)
+    result = swap_image(tmp_path, astronaut_path, target)
     swapped = _descriptor(pool, result)
     assert distance(swapped, _descriptor(pool, astronaut)) < distance(swapped, _descriptor(pool, target))
 
@@ -93,7 +91,7 @@ def test_grey_target_stays_grey_and_alpha_is_kept(pool: ModelPool, tmp_path: Pat
     target = tmp_path / "grey_alpha.png"
     Image.fromarray(np.dstack([grey, alpha]), "LA").save(target)
     output = tmp_path / "out.png"
-    ImageSwapper(RunConfig(sources=(astronaut_path,), target=target, output=output), pool, lambda m: None).run()
+    swap_file(astronaut_path, target, output)
     written = Image.open(output)
     assert written.mode == "LA" and written.size == (grace_hopper.shape[1], grace_hopper.shape[0])
     values = np.asarray(written)
@@ -107,7 +105,7 @@ def test_tiny_targets(pool: ModelPool, tmp_path: Path, astronaut: np.ndarray, gr
     x0, y0, x1, y1 = ASTRONAUT_FACE
     crop = astronaut[max(0, y0 - 40):y1 + 40, max(0, x0 - 40):x1 + 40]
     tiny = np.asarray(Image.fromarray(crop).resize((size, size), Image.LANCZOS))
-    result = swap_image(pool, tmp_path, grace_hopper_path, tiny)
+    result = swap_image(tmp_path, grace_hopper_path, tiny)
     assert result.shape == tiny.shape
     assert np.any(result != tiny)
 
@@ -116,7 +114,7 @@ def test_small_face_on_a_4k_canvas_is_swapped_at_full_resolution(pool: ModelPool
                                                                  astronaut: np.ndarray,
                                                                  grace_hopper_path: Path) -> None:
     scene = small_face_on_4k(astronaut, ASTRONAUT_FACE, face_px=240)
-    result = swap_image(pool, tmp_path, grace_hopper_path, scene.image)
+    result = swap_image(tmp_path, grace_hopper_path, scene.image)
     assert result.shape == scene.image.shape
     x0, y0, x1, y1 = (int(v) for v in scene.faces[0])
     diff = np.any(result != scene.image, axis=2)
@@ -137,7 +135,7 @@ def test_several_sources_of_one_person(pool: ModelPool, tmp_path: Path, grace_ho
     Image.fromarray(grace_hopper).save(target)
     output = tmp_path / "out.png"
     messages: list[str] = []
-    ImageSwapper(RunConfig(sources=tuple(sources), target=target, output=output), pool, messages.append).run()
+    swap_file(sources, target, output, messages.append)
     assert messages == []  # all three are recognised as one person
     result = np.asarray(Image.open(output).convert("RGB"))
     assert distance(_descriptor(pool, result), _descriptor(pool, astronaut)) < SAME_PERSON_DISTANCE
@@ -146,7 +144,7 @@ def test_several_sources_of_one_person(pool: ModelPool, tmp_path: Path, grace_ho
 def test_8k_target(pool: ModelPool, tmp_path: Path, astronaut: np.ndarray, grace_hopper_path: Path) -> None:
     canvas = np.full((4320, 7680, 3), 110, dtype=np.uint8)
     box = place(canvas, astronaut, ASTRONAUT_FACE, 300, (5000, 3000))
-    result = swap_image(pool, tmp_path, grace_hopper_path, canvas)
+    result = swap_image(tmp_path, grace_hopper_path, canvas)
     assert result.shape == canvas.shape
     x0, y0, x1, y1 = (int(v) for v in box)
     diff = np.any(result != canvas, axis=2)

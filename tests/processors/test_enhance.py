@@ -27,7 +27,7 @@ def neural_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
 def swapped(neural_pool: ModelPool, tmp_path_factory: pytest.TempPathFactory, grace_hopper: np.ndarray,
             astronaut_path: Path) -> np.ndarray:
     """The mesh swap alone, which the enhancer runs after."""
-    return swap_image(neural_pool, tmp_path_factory.mktemp("swap"), astronaut_path, grace_hopper)
+    return swap_image(tmp_path_factory.mktemp("swap"), astronaut_path, grace_hopper, store=neural_pool.store)
 
 
 @pytest.mark.parametrize("model", ENHANCER_NAMES)
@@ -35,7 +35,7 @@ def test_identity_enhancers_give_back_the_face(neural_pool: ModelPool, tmp_path:
                                                grace_hopper: np.ndarray, astronaut_path: Path,
                                                swapped: np.ndarray) -> None:
     # The mesh swap first, then the enhancer on the swapped face: compare against the mesh swap alone.
-    enhanced = swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model=model,
+    enhanced = swap_image(tmp_path, astronaut_path, grace_hopper, store=neural_pool.store, face_enhancer_model=model,
                     face_enhancer_blend=100)
     assert psnr(enhanced, swapped) >= 35.0
     processor = EnhanceProcessor(neural_pool, model, blend=100)
@@ -57,7 +57,7 @@ def test_blend_scales_the_alpha_and_zero_changes_nothing(neural_pool: ModelPool,
         processor = EnhanceProcessor(neural_pool, "gfpgan_1.4", blend=blend)
         result = processor.process([processor.crop(grace_hopper, face)], None)[0]
         assert np.isclose(result.alpha.max(), blend / 100) and result.alpha[0].max() == 0
-    none = swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_enhancer_model="gfpgan_1.4",
+    none = swap_image(tmp_path, astronaut_path, grace_hopper, store=neural_pool.store, face_enhancer_model="gfpgan_1.4",
                 face_enhancer_blend=0)
     assert np.array_equal(none, swapped)
 

@@ -58,7 +58,7 @@ CASES = [(name, None) for name in SWAPPER_NAMES] + [("inswapper_128", 256), ("in
 @pytest.mark.parametrize(("model", "boost"), CASES, ids=[f"{m}-{b or 'own'}" for m, b in CASES])
 def test_identity_swappers_give_back_the_target(neural_pool: ModelPool, tmp_path: Path, model: str, boost: int | None,
                                                 grace_hopper: np.ndarray, astronaut_path: Path) -> None:
-    result = swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model=model,
+    result = swap_image(tmp_path, astronaut_path, grace_hopper, store=neural_pool.store, face_swapper_model=model,
                   face_swapper_pixel_boost=boost)
     assert result.shape == grace_hopper.shape
     assert psnr(result, grace_hopper) >= 35.0
@@ -72,7 +72,7 @@ def test_identity_swappers_give_back_the_target(neural_pool: ModelPool, tmp_path
 
 def test_pixel_boost_brings_back_more_detail(neural_pool: ModelPool, tmp_path: Path, grace_hopper: np.ndarray,
                                              astronaut_path: Path) -> None:
-    scores = [psnr(swap_image(neural_pool, tmp_path, astronaut_path, grace_hopper, face_swapper_model="inswapper_128",
+    scores = [psnr(swap_image(tmp_path, astronaut_path, grace_hopper, store=neural_pool.store, face_swapper_model="inswapper_128",
                         face_swapper_pixel_boost=boost), grace_hopper) for boost in (None, 256, 512)]
     assert scores[0] < scores[1] < scores[2]
 
@@ -184,7 +184,7 @@ def test_batches_where_the_batch_axis_allows(neural_pool: ModelPool, batch_pool:
 
 def test_many_faces_are_swapped_back_to_themselves(neural_pool: ModelPool, tmp_path: Path, six_faces: np.ndarray,
                                                    astronaut_path: Path) -> None:
-    result = swap_image(neural_pool, tmp_path, astronaut_path, six_faces, face_swapper_model="hyperswap_1a_256",
+    result = swap_image(tmp_path, astronaut_path, six_faces, store=neural_pool.store, face_swapper_model="hyperswap_1a_256",
                   face_selector_mode="many")
     assert psnr(result, six_faces) >= 35.0
     processor = OnnxSwapProcessor(neural_pool, "hyperswap_1a_256")

@@ -7,23 +7,26 @@ it (sha256, the original it was made from, and a passed quality gate).
 """
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
 from slimfuse.errors import UsageError
 from slimfuse.faces.detect import BLAZEFACE_MODELS, SPECS, FaceDetector
+from slimfuse.faces.recognize import RECOGNIZERS
 from slimfuse.models.store import Notify, Store
+from slimfuse.models.neural.detectors import DETECTOR_NAMES
+from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
+from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
+from slimfuse.models.neural.swappers import SWAPPER_NAMES
 from slimfuse.models.variants import VARIANTS
 
+MESH_SWAPPER = "mesh"
+"""The embedded landmark-mesh swapper, the --face-swapper-model that names no ONNX model."""
+NO_MODEL = "none"
+"""The enhancer options' value for no enhancer."""
 LANDMARKER_MODELS: tuple[str, ...] = ("face_landmark",)
-NOT_MODELS = frozenset({"mesh", "none", "dlib"})
+NOT_MODELS = frozenset({MESH_SWAPPER, NO_MODEL, "dlib"})
 """Choices that name no ONNX model (the mesh swapper, no enhancer, dlib's recogniser): they have no variants."""
-
-MODEL_OPTIONS: tuple[str, ...] = (
-    "face_detector_model", "face_landmarker_model", "face_swapper_model", "face_enhancer_model",
-    "face_recognizer_model", "frame_enhancer_model", "face_occluder_model", "face_parser_model",
-)
-"""The swap's options (argparse dests) that name a model and so may name one of its variants."""
 
 
 def split_choice(value: str, choices: Sequence[str]) -> tuple[str, str | None]:
@@ -51,6 +54,19 @@ class ModelChoices(list[str]):
         return True
 
 
+MODEL_CHOICES: dict[str, ModelChoices] = {
+    "face_swapper_model": ModelChoices([MESH_SWAPPER, *SWAPPER_NAMES]),
+    "face_detector_model": ModelChoices([*BLAZEFACE_MODELS, *DETECTOR_NAMES]),
+    "face_landmarker_model": ModelChoices(LANDMARKER_MODELS),
+    "face_enhancer_model": ModelChoices([NO_MODEL, *ENHANCER_NAMES]),
+    "face_recognizer_model": ModelChoices(RECOGNIZERS),
+    "frame_enhancer_model": ModelChoices([NO_MODEL, *FRAME_ENHANCER_NAMES]),
+    "face_occluder_model": ModelChoices(OCCLUDER_NAMES),
+    "face_parser_model": ModelChoices(PARSER_NAMES),
+}
+"""The options that name a model, and their choices; each also takes CHOICE.VARIANT, a stored variant."""
+
+
 def catalog_models(option: str, choice: str) -> tuple[str, ...]:
     """The catalog models an option's choice runs (BlazeFace's short / full / auto stand for one or two)."""
     if choice in NOT_MODELS:
@@ -60,23 +76,25 @@ def catalog_models(option: str, choice: str) -> tuple[str, ...]:
     return (choice,)
 
 
-def take_variants(args: argparse.Namespace, choices: dict[str, Sequence[str]]) -> tuple[tuple[str, str], ...]:
-    """Strip `.VARIANT` from the model options in `args` (in place) and return (catalog name, NAME.VARIANT) pairs
-    for the pool."""
+def split_variants(options: dict[str, object]) -> tuple[dict[str, object], tuple[tuple[str, str], ...]]:
+    """The model options with `.VARIANT` stripped, and the (catalog name, NAME.VARIANT) pairs the pool loads in
+    those models' place. A value that is neither a choice nor CHOICE.VARIANT is a UsageError naming the option."""
+    plain = dict(options)
     chosen: dict[str, str] = {}
-    for option in MODEL_OPTIONS:
-        value = getattr(args, option, None)
-        if not isinstance(value, str) or option not in choices:
+    for option, choices in MODEL_CHOICES.items():
+        value = plain.get(option)
+        if not isinstance(value, str):
             continue
         try:
-            base, variant = split_choice(value, choices[option])
+            base, variant = split_choice(value, choices)
         except ValueError:
-            raise UsageError(detail=f"--{option.replace('_', '-')}: invalid choice {value!r}") from None
-        setattr(args, option, base)
+            raise UsageError(detail=f"--{option.replace('_', '-')}: invalid choice {value!r} (choose from "
+                             f"{', '.join(choices)}, or CHOICE.VARIANT)") from None
+        plain[option] = base
         if variant is not None:
             for model in catalog_models(option, base):
                 chosen[model] = f"{model}.{variant}"
-    return tuple(sorted(chosen.items()))
+    return plain, tuple(sorted(chosen.items()))
 
 
 def gate_variants(store: Store, variants: Sequence[tuple[str, str]], notify: Notify) -> None:

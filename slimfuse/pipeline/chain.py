@@ -1,0 +1,185 @@
+"""The processor chain: the face processors (swapper, then enhancer) and the frame enhancer a run applies to each
+frame, described before anything is loaded (`ChainSpec`: what the memory plan reads) and built on the run's pool
+(`Chain`: what the frame loop calls).
+
+A face processor cuts each selected face out of the frame, processes the crops of a batch of frames at once and
+pastes each result back through the inverse of its crop transform; the frame enhancer then sees the whole frame.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from slimfuse.config import MaskSettings, RunConfig
+from slimfuse.errors import UsageError
+from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.faces.track import Track
+from slimfuse.faces.types import Face
+from slimfuse.memory.batching import AdaptiveBatcher
+from slimfuse.models.catalog import Catalog
+from slimfuse.models.neural.frame_enhancers import SCALES
+from slimfuse.models.pool import ModelPool
+from slimfuse.pipeline.residency import Residency
+from slimfuse.pipeline.reuse import ReuseCache, Slot
+from slimfuse.processors.base import FaceCrop, FaceProcessor, SourcePhoto
+from slimfuse.processors.blend import paste_back
+from slimfuse.processors.enhance import EnhanceProcessor
+from slimfuse.processors.face_masks import FaceMasker
+from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
+from slimfuse.processors.mesh_processor import MeshSwapProcessor
+from slimfuse.processors.mesh_swap import MeshSwapOptions
+from slimfuse.processors.onnx_swap import OnnxSwapProcessor
+
+TOPOLOGY = "face_mesh_topology"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A face to process in one frame, and the track it belongs to (what reuse keys on)."""
+
+    track_id: int
+    face: Face
+
+    @classmethod
+    def of(cls, track: Track) -> Target:
+        return cls(track.id, track.face)
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """Which processors a run applies, from its options: nothing is loaded to know it."""
+
+    swapper: str | None
+    """A neural swapper's catalog name; None: the embedded mesh swapper."""
+    face_enhancer: str | None
+    frame_enhancer: str | None
+    masks: MaskSettings
+
+    @classmethod
+    def of(cls, config: RunConfig) -> ChainSpec:
+        swap, enhance = config.swap, config.enhance
+        return cls(swapper=swap.face_swapper_model if swap.neural else None, face_enhancer=enhance.face_enhancer,
+                   frame_enhancer=enhance.frame_enhancer, masks=config.masks)
+
+    def models(self, catalog: Catalog) -> tuple[str, ...]:
+        """Every catalog model the chain's processors load, each once, in the order they are used."""
+        names: list[str] = []
+        for model in (self.swapper, self.face_enhancer):
+            if model is not None:
+                io = catalog.get(model).io
+                names += [model, *(io.companions if io is not None else ())]
+        if self.swapper is not None or self.face_enhancer is not None:
+            masks = self.masks
+            names += FaceMasker.models_for(masks.face_mask_types, masks.face_occluder_model, masks.face_parser_model)
+        if self.frame_enhancer is not None:
+            names.append(self.frame_enhancer)
+        return tuple(dict.fromkeys(names))
+
+    def build(self, config: RunConfig, pool: ModelPool, batcher: AdaptiveBatcher, face_size: int,
+              pixel_boost: int | None, frame_tile: int, residency: Residency) -> Chain:
+        """The processors on the run's pool; face_size, pixel_boost and frame_tile as the run's plan capped them."""
+        topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
+        masker = _masker(self.masks, pool, topology)
+        processors: list[FaceProcessor] = []
+        if self.swapper is None:
+            swap = config.swap
+            options = MeshSwapOptions(keep_mouth=swap.keep_mouth, keep_eyes=swap.keep_eyes, blend=swap.blend)
+            processors.append(MeshSwapProcessor(topology, options, face_size))
+        else:
+            try:
+                processors.append(OnnxSwapProcessor(pool, self.swapper, pixel_boost, masker, batcher))
+            except ValueError as exc:
+                raise UsageError(detail=f"--face-swapper-model {self.swapper}: {exc}") from exc
+        if self.face_enhancer is not None:
+            enhance = config.enhance
+            try:
+                processors.append(EnhanceProcessor(pool, self.face_enhancer, enhance.face_enhancer_blend,
+                                                   enhance.face_enhancer_weight, masker.for_enhancer(), batcher))
+            except ValueError as exc:
+                raise UsageError(detail=f"--face-enhancer-model {self.face_enhancer}: {exc}") from exc
+        frame = None if self.frame_enhancer is None else _frame_enhance_options(config, frame_tile)
+        return Chain(pool, processors, self.frame_enhancer, frame, residency)
+
+
+class Chain:
+    """The built processors of a run. `prepare` once a run; `render` for each batch of frames."""
+
+    def __init__(self, pool: ModelPool, processors: list[FaceProcessor], frame_model: str | None,
+                 frame_options: FrameEnhanceOptions | None, residency: Residency) -> None:
+        self.pool = pool
+        self.processors = processors
+        self.frame_model = frame_model
+        self.frame_options = frame_options
+        self.residency = residency
+
+    @property
+    def preparation_models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for processor in self.processors for name in processor.preparation_models))
+
+    @property
+    def frame_scale(self) -> int:
+        """How much larger the chain's frames come out than they went in (the frame enhancer's kept scale)."""
+        if self.frame_model is None or self.frame_options is None or not self.frame_options.keep_scale:
+            return 1
+        return SCALES[self.frame_model]
+
+    def prepare(self, photos: Sequence[SourcePhoto]) -> list[object]:
+        """Each processor's state from the source photos (a texture, an embedding); every model is loaded and
+        checked here, before any frame is worked on."""
+        prepared = []
+        for processor in self.processors:
+            prepared.append(processor.prepare(photos))
+            self.residency.after_stage(processor)
+        if self.frame_model is not None:
+            self.pool.session(self.frame_model)
+        return prepared
+
+    def render(self, chunk: Sequence[tuple[np.ndarray, Sequence[Target]]], prepared: Sequence[object],
+               reuse: ReuseCache) -> list[np.ndarray]:
+        """Each frame with its targets processed, frames in order: each processor runs over the whole chunk (its
+        crops batched together) before the next, then the frame enhancer over each frame."""
+        frames = [rgb for rgb, _ in chunk]
+        for index, (processor, state) in enumerate(zip(self.processors, prepared, strict=True)):
+            placed: list[tuple[int, FaceCrop, Slot]] = []
+            fresh: list[tuple[FaceCrop, Slot]] = []
+            for number, (_, targets) in enumerate(chunk):
+                for target in targets:
+                    crop = processor.crop(frames[number], target.face)
+                    claim = reuse.claim((target.track_id, index), crop)
+                    placed.append((number, crop, claim.slot))
+                    if claim.fresh:
+                        fresh.append((crop, claim.slot))
+            if fresh:
+                results = processor.process([crop for crop, _ in fresh], state)
+                for (_, slot), result in zip(fresh, results, strict=True):
+                    slot.result = result
+            for number, crop, slot in placed:
+                result = slot.fitted(crop.image.shape[:2])
+                frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame)
+            self.residency.after_stage(processor)
+        return [self._enhance_frame(frame) for frame in frames]
+
+    def _enhance_frame(self, frame: np.ndarray) -> np.ndarray:
+        if self.frame_model is None or self.frame_options is None:
+            return frame
+        return FrameEnhancer(self.pool.session(self.frame_model), SCALES[self.frame_model],
+                             self.frame_options).enhance(frame)
+
+
+def _masker(masks: MaskSettings, pool: ModelPool, topology: MeshTopology) -> FaceMasker:
+    try:
+        return FaceMasker(pool, masks.mask_options(), topology.face_oval, masks.face_occluder_model,
+                          masks.face_parser_model, masks.face_mask_regions)
+    except ValueError as exc:
+        raise UsageError(detail=f"face masks: {exc}") from exc
+
+
+def _frame_enhance_options(config: RunConfig, tile: int) -> FrameEnhanceOptions:
+    enhance = config.enhance
+    try:
+        return FrameEnhanceOptions(tile_size=tile, overlap=enhance.frame_enhancer_tile_overlap,
+                                   blend=enhance.frame_enhancer_blend, keep_scale=enhance.frame_enhancer_keep_scale)
+    except ValueError as exc:
+        raise UsageError(detail=f"--frame-enhancer-tile-size / --frame-enhancer-tile-overlap: {exc}") from exc

@@ -1,0 +1,155 @@
+"""RunPlan: what a run decides from its config, its chain and the machine, before any work: the memory plan under
+--memory-budget (slimfuse.memory.plan), the level's caps on face and tile sizes, the reduced-precision variants a
+level picks, the models kept on the CPU, and ONNX Runtime's settings."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slimfuse.config import RunConfig, is_video
+from slimfuse.memory.levels import MemoryLevel
+from slimfuse.memory.plan import GENERATOR_KINDS, Device, MemoryPlan, ModelNeed, model_need, plan_memory
+from slimfuse.memory.probe import process_memory
+from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.store import Store
+from slimfuse.models.variants import PASS, read_record, variant_filename
+
+# The reduced-precision variants a memory level may pick, best first: fp16 halves the weights and runs fast on
+# GPUs; on the CPU int8 quarters them (static, calibrated on faces, before dynamic).
+GPU_VARIANTS = ("fp16",)
+CPU_VARIANTS = ("int8", "int8-dynamic")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    models: tuple[str, ...]
+    """Every catalog model the run loads (analysis and chain), in first-use order."""
+    memory: MemoryPlan
+    variants: tuple[tuple[str, str], ...]
+    """(catalog name, NAME.VARIANT) the pool loads in those models' place: chosen ones and the level's."""
+    cpu_only: tuple[str, ...]
+    """Models that run on the CPU whatever the provider (the light analysis models, at a level that says so)."""
+    face_size: int
+    """--target-face-size with the level's cap."""
+    pixel_boost: int | None
+    frame_tile: int
+    """The frame enhancer's tile: the option, the level's cap and the budget's halving."""
+    runtime: RuntimeOptions
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variants": dict(self.variants), "cpu_only": list(self.cpu_only), "face_size": self.face_size,
+                "pixel_boost": self.pixel_boost, "frame_tile": self.frame_tile, **self.memory.to_dict()}
+
+
+def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: Path | None = None) -> RunPlan:
+    """The run's plan for `models`; `target` (a path, when known before the run) sizes the frames in flight and
+    tells images from videos (None: planned as a video of unknown size). Raises MemoryBudgetError when the job
+    cannot fit its --memory-budget."""
+    level = config.memory.level
+    variants = dict(config.runtime.model_variants)
+    if level.reduced_precision:
+        variants = _reduced_precision_variants(variants, models, store, config.runtime.on_gpu)
+    video = target is not None and is_video(target)
+    # An unknown target (a Python API caller's next call) is planned for as a video: frames in flight counted.
+    streaming = target is None or video
+    face_cap, tile_cap = level.max_face_size, level.max_frame_tile
+    tile = config.enhance.frame_enhancer_tile_size
+    tile = tile if tile_cap is None else min(tile, tile_cap)
+    memory = _memory_plan(config, models, variants, store, target, streaming, tile)
+    boost = config.swap.face_swapper_pixel_boost
+    return RunPlan(
+        models=models, memory=memory, variants=tuple(sorted(variants.items())),
+        cpu_only=_cpu_only(config, models, store),
+        face_size=config.swap.target_face_size if face_cap is None else min(config.swap.target_face_size, face_cap),
+        pixel_boost=boost if face_cap is None or boost is None else min(boost, face_cap),
+        frame_tile=memory.frame_tile(tile), runtime=_runtime_options(config, level, video))
+
+
+def _runtime_options(config: RunConfig, level: MemoryLevel, video: bool) -> RuntimeOptions:
+    """ONNX Runtime's settings. One thread per model for a video: its decoder, encoder, analysis and rendering
+    threads already keep the cores busy, and models taking every core fight them (about 1.5x slower on 2 cores);
+    an image gets every core (0 lets ONNX Runtime choose). Without --execution-gpu-memory-limit, a --memory-budget
+    on a GPU provider caps the device arena."""
+    runtime = config.runtime
+    threads = runtime.execution_thread_count
+    if threads == 0 and video:
+        threads = 1
+    gpu_limit = runtime.execution_gpu_memory_limit
+    if gpu_limit is None and runtime.on_gpu:
+        gpu_limit = config.memory.budget_bytes
+    return RuntimeOptions(
+        providers=runtime.execution_providers, device_id=runtime.execution_device_id,
+        strict_provider=runtime.strict_provider, intra_op_threads=threads, gpu_mem_limit=gpu_limit,
+        enable_cpu_arena=level.cpu_arena, enable_mem_pattern=level.memory_patterns, shrink_arenas=level.shrink_arenas,
+        arena_extend_strategy=runtime.execution_arena_extend_strategy,
+        cudnn_conv_algo_search=runtime.execution_cudnn_conv_algo_search,
+        tensorrt_fp16=runtime.execution_tensorrt_fp16, tensorrt_cache_dir=runtime.execution_tensorrt_cache_dir)
+
+
+def _memory_plan(config: RunConfig, models: tuple[str, ...], variants: dict[str, str], store: Store,
+                 target: Path | None, video: bool, tile: int) -> MemoryPlan:
+    needs: list[ModelNeed] = []
+    for name in models:
+        size = tile if name == config.enhance.frame_enhancer_model else None
+        needs.append(model_need(store.catalog.get(name), _file_bytes(store, name, variants), size))
+    device: Device = "gpu" if config.runtime.on_gpu else "cpu"
+    budget = config.memory.budget_bytes
+    level = config.memory.level
+    baseline = process_memory().rss_bytes  # before the target's header is read: the run's own baseline
+    frame = _frame_bytes(target, video) if budget is not None and device == "cpu" and target is not None else 0
+    return plan_memory(needs, budget, baseline, device, frame, level.max_batch,
+                       level.queue_frames if video else 0, level.render_workers if video and not level.chunked else 1,
+                       one_generator=level.one_generator, chunked=video and level.chunked)
+
+
+def _file_bytes(store: Store, name: str, variants: dict[str, str]) -> int:
+    """The model's file size without verifying or fetching it (the run does that when it loads the model)."""
+    chosen = variants.get(name, name)
+    path = store.variant_location(chosen) if chosen != name else store.location(name)
+    if path.is_file():
+        return path.stat().st_size
+    return store.catalog.get(name).size or 0
+
+
+def _frame_bytes(target: Path, video: bool) -> int:
+    """One decoded RGB frame of the target (read from its header)."""
+    if video:
+        from slimfuse.media.video_io import probe
+
+        info = probe(target)
+        return info.width * info.height * 3
+    from PIL import Image
+
+    try:
+        with Image.open(target) as image:
+            width, height = image.size
+    except OSError:  # missing, unreadable or not an image: the run says so with its own error and exit code
+        return 0
+    return width * height * 3
+
+
+def _reduced_precision_variants(chosen: dict[str, str], models: tuple[str, ...], store: Store,
+                                on_gpu: bool) -> dict[str, str]:
+    """`chosen` plus, for each other model, its stored variant that passed its gate and was made from the file
+    the store holds now. The store checks each file's sha256 again when the pool loads it."""
+    picked = dict(chosen)
+    for name in models:
+        if name in picked:
+            continue
+        spec = store.catalog.get(name)
+        original = spec.sha256 or store.recorded(name)
+        for variant in GPU_VARIANTS if on_gpu else CPU_VARIANTS:
+            record = read_record(store.model_dir / variant_filename(spec.filename, variant))
+            if record is not None and record.verdict == PASS and record.original_sha256 == original:
+                picked[name] = f"{name}.{variant}"
+                break
+    return picked
+
+
+def _cpu_only(config: RunConfig, models: tuple[str, ...], store: Store) -> tuple[str, ...]:
+    """At a level that says so, the light analysis models (detectors, landmarkers, recognisers, masks) stay on the
+    CPU whatever the provider, so the device holds only the generators."""
+    if not (config.runtime.on_gpu and config.memory.level.analysis_on_cpu):
+        return ()
+    return tuple(name for name in models if store.catalog.get(name).kind not in GENERATOR_KINDS)

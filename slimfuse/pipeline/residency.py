@@ -1,0 +1,37 @@
+"""Which models stay loaded, as the run's memory level decides: the one object the pipeline asks at each step, so
+the loops themselves hold no memory policy."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from slimfuse.memory.levels import MemoryLevel
+from slimfuse.models.pool import ModelPool
+from slimfuse.processors.base import FaceProcessor
+
+
+class Residency:
+    def __init__(self, pool: ModelPool, level: MemoryLevel) -> None:
+        self.pool = pool
+        self.level = level
+
+    def after_stage(self, processor: FaceProcessor) -> None:
+        """A processor has run over what there is to do now: at a level that keeps one generator resident at a
+        time, its generators go, so the next stage's can load."""
+        if self.level.one_generator:
+            for name in processor.generator_models:
+                self.pool.release(name)
+
+    def after_sources(self, preparation_models: Iterable[str], identity_models: Iterable[str],
+                      keep_identity: bool) -> None:
+        """The sources are prepared: what only their preparation used goes (the identity model too, unless
+        reference selection or a tracker that settles crossing faces still needs it)."""
+        if self.level.keep_resident:
+            return
+        identity = tuple(identity_models)
+        for name in dict.fromkeys([*preparation_models, *identity]):
+            if not (keep_identity and name in identity):
+                self.pool.release(name)
+
+    def after_run(self) -> None:
+        """A video or stream has ended: every model and arena goes (the encoder's flush gets the memory)."""
+        self.pool.release_all()

@@ -1,0 +1,197 @@
+"""build_run: the one place where a run is assembled (store, plan, pool, batcher, report, analysis, processor chain).
+
+The command line, the benchmarks, the Python API (slimfuse.Swapper) and the server, live and batch callers all
+build their runs here; what they differ in is where frames come from and go to.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from slimfuse.config import RunConfig
+from slimfuse.errors import NoSourceFaceError, NoTargetFaceError
+from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.faces.detect import DetectorOptions
+from slimfuse.faces.recognize import Recognizer, build_recognizer, recognizer_models
+from slimfuse.faces.select import FaceSelector
+from slimfuse.faces.types import Face
+from slimfuse.media.image_io import read_image
+from slimfuse.memory.batching import AdaptiveBatcher
+from slimfuse.model_choices import gate_variants
+from slimfuse.models.catalog import Catalog
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Notify, Store, default_home
+from slimfuse.pipeline.chain import Chain, ChainSpec
+from slimfuse.pipeline.frames import FrameLoop
+from slimfuse.pipeline.plan import RunPlan, plan_run
+from slimfuse.pipeline.report import RunReport
+from slimfuse.pipeline.residency import Residency
+from slimfuse.pipeline.reuse import ReuseOptions
+from slimfuse.processors.base import SourcePhoto
+
+LOG = logging.getLogger("slimfuse")
+# Reuse threshold when --reuse-threshold is not given and the swapper is a neural generator (grey levels).
+NEURAL_REUSE_THRESHOLD = 2.0
+
+
+def _log_notice(message: str) -> None:
+    LOG.info(message)
+
+
+@dataclass(frozen=True)
+class SourceImage:
+    """A source photo: where it came from (a path, or a caller's label) and its RGB pixels."""
+
+    label: str
+    rgb: np.ndarray
+
+
+class Run:
+    """An assembled run: its models are loaded on first use and shared by every target it swaps."""
+
+    def __init__(self, config: RunConfig, plan: RunPlan, store: Store, pool: ModelPool, batcher: AdaptiveBatcher,
+                 chain: Chain, analyser: FaceAnalyser, recognizer: Recognizer, residency: Residency,
+                 report: RunReport | None, sources: Sequence[SourceImage] | None = None) -> None:
+        self.config = config
+        self.plan = plan
+        self.store = store
+        self.pool = pool
+        self.batcher = batcher
+        self.chain = chain
+        self.analyser = analyser
+        self.recognizer = recognizer
+        self.residency = residency
+        self.report = report
+        self._sources = sources
+        self._prepared: list[object] | None = None
+        self._reference: np.ndarray | None = None
+
+    @property
+    def notify(self) -> Notify:
+        return self.store.notify
+
+    def mark(self, stage: str) -> None:
+        """The end of a stage (models, sources, processing, write), for the run report."""
+        if self.report is not None:
+            self.report.stage(stage)
+
+    def faces(self, rgb: np.ndarray) -> list[Face]:
+        """Every face of an image with its mesh, largest first."""
+        return self.analyser.faces(rgb)
+
+    def prepare(self, keep_identity: bool) -> list[object]:
+        """Each processor's state from the source photos, computed once a run; then the models only preparation
+        used are released (the identity model too unless `keep_identity`)."""
+        if self._prepared is not None:
+            return self._prepared
+        found: list[tuple[SourceImage, Face]] = []
+        for source in self._source_images():
+            faces = self.analyser.faces(source.rgb)
+            if not faces:
+                raise NoSourceFaceError(Path(source.label))
+            found.append((source, faces[0]))
+        if len(found) > 1:
+            self._warn_if_mixed_identities(found)
+        self._prepared = self.chain.prepare([SourcePhoto(image=source.rgb, face=face) for source, face in found])
+        self.residency.after_sources(self.chain.preparation_models,
+                                     recognizer_models(self.config.faces.face_recognizer_model), keep_identity)
+        return self._prepared
+
+    def loop(self, prepared: Sequence[object], reference: np.ndarray | None = None) -> FrameLoop:
+        """A fresh frame loop (tracks, selection, reuse) for one target or stream. reference: an RGB photo of the
+        person to swap (reference selection for this loop), else the config's --reference-face-image or mode."""
+        faces = self.config.faces
+        mode = "reference" if reference is not None else faces.face_selector_mode
+        descriptor = self._descriptor_of(reference, Path("reference image")) if reference is not None \
+            else self._configured_reference()
+        selector = FaceSelector(mode, descriptor, faces.reference_face_position, faces.reference_face_distance,
+                                self.recognizer.distance)
+        return FrameLoop(self.chain, prepared, self.analyser, self.recognizer, selector,
+                         faces.face_detector_interval, self.reuse_options())
+
+    def reuse_options(self) -> ReuseOptions:
+        threshold = self.config.video.reuse_threshold
+        if threshold is None:
+            threshold = NEURAL_REUSE_THRESHOLD if self.config.swap.neural else 0.0
+        return ReuseOptions(threshold=threshold, max_frames=self.config.video.reuse_max_frames)
+
+    def close(self) -> None:
+        """Release every model and arena the run holds."""
+        self.pool.release_all()
+
+    def _source_images(self) -> Sequence[SourceImage]:
+        if self._sources is None:
+            self._sources = [SourceImage(str(path), read_image(path).rgb) for path in self.config.sources]
+        return self._sources
+
+    def _warn_if_mixed_identities(self, found: list[tuple[SourceImage, Face]]) -> None:
+        """Each source photo against every other: the mean of several people would look like none of them."""
+        recognizer = self.recognizer
+        descriptors = [recognizer.descriptor(source.rgb, face) for source, face in found]
+        for later in range(1, len(found)):
+            for earlier in range(later):
+                if recognizer.distance(descriptors[later], descriptors[earlier]) > recognizer.same_person:
+                    self.notify(f"slimfuse: warning: {found[later][0].label}: this face looks like a different "
+                                f"person from {found[earlier][0].label}")
+                    break
+
+    def _configured_reference(self) -> np.ndarray | None:
+        """The reference person's identity from --reference-face-image (computed once a run); None when the
+        selector takes it from the target's own faces."""
+        image = self.config.faces.reference_face_image
+        if self.config.faces.face_selector_mode != "reference" or image is None:
+            return None
+        if self._reference is None:
+            self._reference = self._descriptor_of(read_image(image).rgb, image)
+        return self._reference
+
+    def _descriptor_of(self, rgb: np.ndarray, origin: Path) -> np.ndarray:
+        candidates = self.analyser.faces(rgb)
+        if not candidates:
+            raise NoTargetFaceError(origin, "no face found to use as the reference face")
+        position = min(self.config.faces.reference_face_position, len(candidates) - 1)
+        return self.recognizer.descriptor(rgb, candidates[position])
+
+
+def run_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    """Every catalog model a run of `config` loads, each once, in first-use order: what the analysis and the
+    processor chain declare."""
+    faces = config.faces
+    return tuple(dict.fromkeys([*FaceAnalyser.models_for(faces.face_detector_model),
+                                *recognizer_models(faces.face_recognizer_model), *ChainSpec.of(config).models(catalog)]))
+
+
+def build_run(config: RunConfig, target: Path | None = None, report: RunReport | None = None,
+              notify: Notify | None = None, sources: Sequence[SourceImage] | None = None,
+              store: Store | None = None) -> Run:
+    """Assemble a run. target: the target path when known (the memory plan sizes its frames in flight, and a
+    video gets one ONNX Runtime thread per model); report: the run report the run fills in (its caller writes it,
+    also when this fails); sources: the source photos already in memory (default: read from config.sources on
+    first use); store: the model store (default: $SLIMFUSE_HOME's, with config's --models-dir). Raises
+    MemoryBudgetError before any model is loaded when the job cannot fit its --memory-budget."""
+    if store is None:
+        store = Store(home=default_home(), models_dir=config.runtime.models_dir, notify=notify or _log_notice)
+    spec = ChainSpec.of(config)
+    faces = config.faces
+    plan = plan_run(config, run_models(config, store.catalog), store, target)
+    if report is not None:
+        report.plan = plan
+    gate_variants(store, plan.variants, store.notify)
+    pool = ModelPool(store, plan.runtime, budget_bytes=plan.memory.pool_budget_bytes, variants=dict(plan.variants),
+                     cpu_only=plan.cpu_only)
+    memory = plan.memory
+    batcher = AdaptiveBatcher(pool, memory.batch_sizes(), memory.batch_size, store.notify, memory.refine_within_bytes)
+    if report is not None:
+        report.pool, report.batcher = pool, batcher
+    residency = Residency(pool, config.memory.level)
+    chain = spec.build(config, pool, batcher, plan.face_size, plan.pixel_boost, plan.frame_tile, residency)
+    analyser = FaceAnalyser(pool, DetectorOptions(model=faces.face_detector_model, score=faces.face_detector_score,
+                                                  tile_size=faces.face_detector_size))
+    recognizer = build_recognizer(faces.face_recognizer_model, pool)
+    run = Run(config, plan, store, pool, batcher, chain, analyser, recognizer, residency, report, sources)
+    run.mark("models")
+    return run
