@@ -125,6 +125,11 @@ class TorchMissingError(SlimfuseError):
     problem = "the PyTorch extra is not installed: pip install 'slimfuse[torch]'"
 
 
+class C2paSigningError(SlimfuseError):
+    exit_code = 22
+    problem = "the C2PA manifest could not be signed (the c2pa extra is missing, or the key or certificate was refused)"
+
+
 class NoVideoStreamError(SlimfuseError):
     exit_code = 30
     problem = "no video stream in the file (an audio-only file, or not a video)"
@@ -201,6 +206,7 @@ EXIT_CODES: dict[int, str] = {
             GateFailedError,
             OptimizeError,
             TorchMissingError,
+            C2paSigningError,
             NoVideoStreamError,
             NoFramesError,
             CodecUnavailableError,

@@ -1,16 +1,18 @@
 """The optional disk mode (`--temp-frame-format jpg|png|bmp`): frames go to a temporary directory, are processed
 there, and are assembled back into a video with their original timestamps and the input's audio.
 
-Streaming (video_io) is the default and needs no disk; this mode exists for the low-memory recipes that process
+Streaming (video_reader, video_writer) is the default and needs no disk; this mode exists for the low-memory recipes that process
 frames in several passes. Each file is named by frame index, pts and duration (`00000042_pts21504_dur512.png`),
 and `timing.json` holds the time base, so the timing survives on disk. The directory is removed when the `with`
-block ends, whether it ends normally, by an error or by Ctrl-C, unless `keep` is set.
+block ends, whether it ends normally, by an error or by Ctrl-C, unless `keep` is set. Its name carries the owning
+process id (`slimfuse-frames-<pid>-XXXX`), so a run removes the directories of runs that were killed (`kill -9`)
+and reports them.
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -21,10 +23,14 @@ from types import TracebackType
 import cv2
 import numpy as np
 
+from slimfuse.atomic import owner_alive, write_bytes_atomic, write_error
 from slimfuse.errors import InputCorruptError, NoSpaceError, OutputDirMissingError, OutputUnwritableError
-from slimfuse.media.video_io import VideoFrame, VideoWriter
+from slimfuse.media.video_reader import VideoFrame
+from slimfuse.media.video_writer import VideoWriter
 
 FRAME_FORMATS = ("jpg", "png", "bmp")
+DIR_PREFIX = "slimfuse-frames-"
+_OWNED_DIR = re.compile(rf"^{DIR_PREFIX}(?P<pid>\d+)-")
 # jpg at 95 keeps faces free of visible blocking; png at level 1 with run-length matching is the fastest zlib
 # setting (about 2x faster to write than level 3, for a few percent more disk).
 ENCODE_PARAMS = {
@@ -65,8 +71,9 @@ class TempFrames:
     def __enter__(self) -> TempFrames:
         if self.root is not None and not Path(self.root).is_dir():
             raise OutputDirMissingError(self.root, f"--temp-path {self.root} is not a directory")
+        remove_stale_dirs(Path(self.root or tempfile.gettempdir()), self._notify)
         try:
-            self._dir = Path(tempfile.mkdtemp(prefix="slimfuse-frames-", dir=self.root))
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=self.root))
         except OSError as exc:
             raise _error(Path(self.root or tempfile.gettempdir()), exc) from exc
         return self
@@ -133,12 +140,9 @@ class TempFrames:
         ok, data = cv2.imencode(f".{self.fmt}", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), ENCODE_PARAMS[self.fmt])
         if not ok:
             raise OutputUnwritableError(path, f"cannot encode the frame as {self.fmt}")
-        partial = path.with_name(f".{path.name}.part")
         try:
-            partial.write_bytes(data.tobytes())
-            os.replace(partial, path)
+            write_bytes_atomic(path, data.tobytes(), durable=False)
         except OSError as exc:
-            partial.unlink(missing_ok=True)
             raise _error(path, exc) from exc
 
     def _read(self, path: Path) -> np.ndarray:
@@ -148,7 +152,25 @@ class TempFrames:
         return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
+def remove_stale_dirs(root: Path, notify: Callable[[str], None] | None = None) -> list[Path]:
+    """Remove the frame directories in `root` whose owning process is gone (a run killed before its clean-up);
+    returns them, each also reported through `notify`."""
+    removed = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _OWNED_DIR.match(entry.name)
+        if match is None or owner_alive(int(match.group("pid"))) or not entry.is_dir(follow_symlinks=False):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.exists(entry.path):
+            removed.append(Path(entry.path))
+            if notify is not None:
+                notify(f"slimfuse: removed {entry.path}, temp frames left by process {match.group('pid')}, which is gone")
+    return removed
+
+
 def _error(path: Path, exc: OSError) -> NoSpaceError | OutputUnwritableError:
-    if exc.errno == errno.ENOSPC:
-        return NoSpaceError(path)
-    return OutputUnwritableError(path, f"cannot write temp frames ({exc.strerror or exc})")
+    return write_error(path, exc, "temp frames")

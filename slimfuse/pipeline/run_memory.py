@@ -7,7 +7,7 @@ from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
 from slimfuse.faces.detect import BLAZEFACE_MODELS, SPECS, FaceDetector
 from slimfuse.faces.recognize import recognizer_models
-from slimfuse.media.video_io import probe
+from slimfuse.media.video_probe import probe
 from slimfuse.memory.plan import GENERATOR_KINDS, Device, MemoryPlan, ModelNeed, model_need, plan_memory
 from slimfuse.memory.probe import process_memory
 from slimfuse.models.store import Store

@@ -21,7 +21,9 @@ from slimfuse.config import RunConfig
 from slimfuse.errors import VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_encoding import EncodeSettings
-from slimfuse.media.video_io import VideoFrame, VideoInfo, VideoReader, VideoWriter, probe
+from slimfuse.media.video_probe import VideoInfo, probe
+from slimfuse.media.video_reader import VideoFrame, VideoReader
+from slimfuse.media.video_writer import VideoWriter
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool

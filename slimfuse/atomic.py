@@ -1,0 +1,171 @@
+"""Atomic output: a file is written under a temporary name in its destination folder and renamed when complete.
+
+The temporary name, `.NAME.<pid>.<random>.part`, carries the writing process's id, so a later run can tell the
+leftovers of a process that died (`kill -9`, a power cut) from the files of a run still going, and remove only
+the former (`remove_stale`). Outputs get the user's normal file mode (0666 less the umask).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from slimfuse.errors import NoSpaceError, OutputUnwritableError
+
+Notify = Callable[[str], None]
+PART_SUFFIX = ".part"
+_PART = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.part$")
+
+
+def temporary_name(destination: Path) -> Path:
+    """`.NAME.<pid>.<random>.part` beside `destination`."""
+    return destination.with_name(f".{destination.name}.{os.getpid()}.{secrets.token_hex(4)}{PART_SUFFIX}")
+
+
+def write_error(path: Path, exc: BaseException, what: str = "the output") -> NoSpaceError | OutputUnwritableError:
+    """The user's error for an OSError (or an FFmpeg error) while writing `path`: no space (exit 12) or cannot
+    write (exit 13)."""
+    if getattr(exc, "errno", None) == errno.ENOSPC:
+        return NoSpaceError(path)
+    return OutputUnwritableError(path, f"cannot write {what} ({getattr(exc, 'strerror', None) or exc})")
+
+
+class AtomicFile:
+    """A temporary file beside `destination`, created empty (mode 0666 less the umask) and renamed over
+    `destination` by `commit()`, or removed by `discard()`.
+
+    As a context manager, leaving the block normally commits and leaving it by any exception (KeyboardInterrupt
+    included) discards. Writers that hand the file to a library by name (PyAV) use `.temp`; the others write
+    through `open()`. `prepare`, when given, runs on the complete temporary file just before the rename (a C2PA
+    signature), so the final name never holds a file without it. durable=False skips the fsyncs, for scratch files
+    that a crash makes worthless anyway (disk mode's frames).
+    """
+
+    def __init__(self, destination: Path, prepare: Callable[[Path], None] | None = None, durable: bool = True) -> None:
+        self.destination = Path(destination)
+        self.prepare = prepare
+        self.durable = durable
+        self.temp = temporary_name(self.destination)
+        self._done = False
+        fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        os.close(fd)
+
+    def open(self) -> BinaryIO:
+        return self.temp.open("r+b")
+
+    def commit(self, destination: Path | None = None) -> Path:
+        """fsync the temporary file and rename it to `destination` (default: the one it was made for)."""
+        final = Path(destination) if destination is not None else self.destination
+        try:
+            if self.prepare is not None:
+                self.prepare(self.temp)
+            if self.durable:
+                _fsync(self.temp)
+            os.replace(self.temp, final)
+        except BaseException:
+            self.discard()
+            raise
+        self._done = True
+        if self.durable:
+            _fsync_folder(final.parent)
+        return final
+
+    def discard(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self.temp.unlink(missing_ok=True)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
+@contextmanager
+def atomic_writer(destination: Path, prepare: Callable[[Path], None] | None = None,
+                  durable: bool = True) -> Iterator[BinaryIO]:
+    """`with atomic_writer(path) as handle: handle.write(...)`: the file appears whole under its name, or not at
+    all (an error or Ctrl-C inside the block removes the temporary file)."""
+    with AtomicFile(destination, prepare, durable) as atomic, atomic.open() as handle:
+        yield handle
+
+
+def write_bytes_atomic(destination: Path, data: bytes, durable: bool = True) -> None:
+    with atomic_writer(destination, durable=durable) as handle:
+        handle.write(data)
+
+
+def owner_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user counts as alive: it is not ours to judge)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale_owner(name: str) -> int | None:
+    """The owning process id of a temporary name this module made, or None for any other name."""
+    match = _PART.match(name)
+    return int(match.group("pid")) if match else None
+
+
+def remove_stale(folder: Path, notify: Notify | None = None) -> list[Path]:
+    """Remove the temporary files in `folder` whose owning process is gone; returns them (each is also reported
+    through `notify`). Files of live processes, and every other file, are left alone."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid = stale_owner(entry.name)
+        if pid is None or owner_alive(pid) or not entry.is_file(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+        if notify is not None:
+            notify(f"slimfuse: removed {path}, left by process {pid}, which is gone")
+    return removed
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_folder(folder: Path) -> None:
+    # The rename is durable only once the folder's entry is; some filesystems refuse to open a folder: skip those.
+    try:
+        fd = os.open(folder if str(folder) else ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
