@@ -86,8 +86,14 @@ class OutputUnwritableError(SlimfuseError):
 
 
 class ModelUnavailableError(SlimfuseError):
+    """`tried`: each source and why it failed, for --debug and the run report (the message says what to do)."""
+
     exit_code = 14
     problem = "model could not be fetched from any source"
+
+    def __init__(self, path: Path | str | None = None, detail: str | None = None, tried: tuple[str, ...] = ()) -> None:
+        self.tried = tried
+        super().__init__(path, detail)
 
 
 class ModelCorruptError(SlimfuseError):
