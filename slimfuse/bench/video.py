@@ -20,7 +20,7 @@ from PIL import Image
 
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.memory.probe import peak_rss_mb
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.media.video_encoding import EncodeSettings
 from slimfuse.media.video_probe import probe
 from slimfuse.media.video_reader import VideoReader

@@ -11,7 +11,7 @@ from PIL import Image
 
 import neural_models as nm
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.cli.main import main
 from slimfuse.faces.align import five_points
 from slimfuse.faces.analyse import FaceAnalyser

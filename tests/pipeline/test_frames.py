@@ -9,7 +9,7 @@ import pytest
 
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
 from slimfuse.bench.clips import make_clip, still
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.config import RunConfig
 from slimfuse.media.video_reader import VideoReader
 from slimfuse.models.pool import ModelPool
