@@ -1,8 +1,9 @@
 """Atomic output: a file is written under a temporary name in its destination folder and renamed when complete.
 
-The temporary name, `.NAME.<pid>.<random>.part`, carries the writing process's id, so a later run can tell the
-leftovers of a process that died (`kill -9`, a power cut) from the files of a run still going, and remove only
-the former (`remove_stale`). Outputs get the user's normal file mode (0666 less the umask).
+The temporary name, `.NAME.<pid>@<host>.<random>.part`, carries the writing process's id and machine, so a later
+run on the same machine can tell the leftovers of a process that died (`kill -9`, a power cut) from the files of a
+run still going, and remove only the former (`remove_stale`); files from other machines (a shared folder) are
+left alone. Outputs get the user's normal file mode (0666 less the umask).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import errno
 import os
 import re
 import secrets
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,12 +22,18 @@ from slimfuse.errors import NoSpaceError, OutputUnwritableError
 
 Notify = Callable[[str], None]
 PART_SUFFIX = ".part"
-_PART = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.part$")
+_PART = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)\.[0-9a-f]{8}\.part$")
+
+
+def host_tag() -> str:
+    """This machine's name as it goes into temporary names (letters, digits and '-', at most 32)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:32] or "host"
 
 
 def temporary_name(destination: Path) -> Path:
-    """`.NAME.<pid>.<random>.part` beside `destination`."""
-    return destination.with_name(f".{destination.name}.{os.getpid()}.{secrets.token_hex(4)}{PART_SUFFIX}")
+    """`.NAME.<pid>@<host>.<random>.part` beside `destination`."""
+    return destination.with_name(
+        f".{destination.name}.{os.getpid()}@{host_tag()}.{secrets.token_hex(4)}{PART_SUFFIX}")
 
 
 def write_error(path: Path, exc: BaseException, what: str = "the output") -> NoSpaceError | OutputUnwritableError:
@@ -121,9 +129,11 @@ def owner_alive(pid: int) -> bool:
 
 
 def stale_owner(name: str) -> int | None:
-    """The owning process id of a temporary name this module made, or None for any other name."""
+    """The owning process id of a temporary name this module made on this machine, or None for any other name."""
     match = _PART.match(name)
-    return int(match.group("pid")) if match else None
+    if match is None or match.group("host") != host_tag():
+        return None
+    return int(match.group("pid"))
 
 
 def remove_stale(folder: Path, notify: Notify | None = None) -> list[Path]:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from slimfuse.atomic import AtomicFile, remove_stale, stale_owner, temporary_name, write_bytes_atomic
+from slimfuse.atomic import AtomicFile, host_tag, remove_stale, stale_owner, temporary_name, write_bytes_atomic
 from slimfuse.errors import InputUnreadableError
 from slimfuse.media.image_io import read_image, write_image_atomic
 from slimfuse.media.temp_frames import TempFrames
@@ -80,8 +80,9 @@ def test_outputs_get_the_users_file_mode(tmp_path: Path, grace_hopper: np.ndarra
 
 def test_temporary_names_carry_the_pid(tmp_path: Path) -> None:
     name = temporary_name(tmp_path / "out.mp4").name
-    assert name.startswith(f".out.mp4.{os.getpid()}.") and name.endswith(".part")
+    assert name.startswith(f".out.mp4.{os.getpid()}@{host_tag()}.") and name.endswith(".part")
     assert stale_owner(name) == os.getpid()
+    assert stale_owner(name.replace(f"@{host_tag()}.", "@elsewhere.")) is None  # another machine's: not ours
 
 
 def test_an_interrupt_inside_the_block_removes_the_temporary_file(tmp_path: Path) -> None:
@@ -107,7 +108,7 @@ def test_disk_mode_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
     notices: list[str] = []
     with TempFrames("bmp", root=tmp_path, notify=notices.append) as frames:
         assert [path.name for path in tmp_path.iterdir()] == [frames.path.name]
-        assert frames.path.name.startswith(f"slimfuse-frames-{os.getpid()}-")
+        assert frames.path.name.startswith(f"slimfuse-frames-{os.getpid()}@{host_tag()}-")
     assert len(notices) == 1 and str(stale[0]) in notices[0]
     assert list(tmp_path.iterdir()) == []
 
@@ -126,6 +127,8 @@ def test_killed_owner_is_gone_when_its_pid_is_checked(tmp_path: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     time.sleep(0.05)
-    leftover = tmp_path / f".out.png.{child.pid}.0123abcd.part"
+    leftover = tmp_path / f".out.png.{child.pid}@{host_tag()}.0123abcd.part"
     leftover.write_bytes(b"x")
-    assert remove_stale(tmp_path) == [leftover] and not leftover.exists()
+    elsewhere = tmp_path / f".out.png.{child.pid}@another-machine.0123abcd.part"
+    elsewhere.write_bytes(b"x")
+    assert remove_stale(tmp_path) == [leftover] and not leftover.exists() and elsewhere.exists()

