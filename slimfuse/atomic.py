@@ -11,6 +11,7 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -136,22 +137,26 @@ def stale_owner(name: str) -> int | None:
     return int(match.group("pid"))
 
 
-def remove_stale(folder: Path, notify: Notify | None = None) -> list[Path]:
-    """Remove the temporary files in `folder` whose owning process is gone; returns them (each is also reported
-    through `notify`). Files of live processes, and every other file, are left alone."""
+def remove_stale(folder: Path, notify: Notify | None = None,
+                 owner_of: Callable[[str], int | None] = stale_owner) -> list[Path]:
+    """Remove the entries of `folder` that `owner_of` gives an owning process id (by their name) and whose owner
+    is gone: by default this module's temporary files; disk mode passes its own folders. Returns them, each
+    also reported through `notify`. Entries of live processes, and every other entry, are left alone."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
-        pid = stale_owner(entry.name)
-        if pid is None or owner_alive(pid) or not entry.is_file(follow_symlinks=False):
+        pid = owner_of(entry.name)
+        if pid is None or owner_alive(pid) or entry.is_symlink():
             continue
         path = Path(entry.path)
-        try:
-            path.unlink()
-        except OSError:
+        if entry.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        if path.exists():
             continue
         removed.append(path)
         if notify is not None:

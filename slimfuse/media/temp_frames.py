@@ -23,7 +23,7 @@ from types import TracebackType
 import cv2
 import numpy as np
 
-from slimfuse.atomic import host_tag, owner_alive, write_bytes_atomic, write_error
+from slimfuse.atomic import host_tag, remove_stale, write_bytes_atomic, write_error
 from slimfuse.errors import InputCorruptError, NoSpaceError, OutputDirMissingError, OutputUnwritableError
 from slimfuse.media.video_reader import VideoFrame
 from slimfuse.media.video_writer import VideoWriter
@@ -71,7 +71,7 @@ class TempFrames:
     def __enter__(self) -> TempFrames:
         if self.root is not None and not Path(self.root).is_dir():
             raise OutputDirMissingError(self.root, f"--temp-path {self.root} is not a directory")
-        remove_stale_dirs(Path(self.root or tempfile.gettempdir()), self._notify)
+        remove_stale(Path(self.root or tempfile.gettempdir()), self._notify, frames_owner)
         try:
             self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}@{host_tag()}-", dir=self.root))
         except OSError as exc:
@@ -152,26 +152,10 @@ class TempFrames:
         return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def remove_stale_dirs(root: Path, notify: Callable[[str], None] | None = None) -> list[Path]:
-    """Remove the frame directories in `root` whose owning process is gone (a run killed before its clean-up);
-    returns them, each also reported through `notify`."""
-    removed = []
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return removed
-    for entry in entries:
-        match = _OWNED_DIR.match(entry.name)
-        if match is None or match.group("host") != host_tag() or owner_alive(int(match.group("pid"))):
-            continue
-        if not entry.is_dir(follow_symlinks=False):
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        if not os.path.exists(entry.path):
-            removed.append(Path(entry.path))
-            if notify is not None:
-                notify(f"slimfuse: removed {entry.path}, temp frames left by process {match.group('pid')}, which is gone")
-    return removed
+def frames_owner(name: str) -> int | None:
+    """The owning process id of a frame directory of this machine, from its name; None for any other name."""
+    match = _OWNED_DIR.match(name)
+    return int(match.group("pid")) if match and match.group("host") == host_tag() else None
 
 
 def _error(path: Path, exc: OSError) -> NoSpaceError | OutputUnwritableError:
