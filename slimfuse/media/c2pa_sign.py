@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,21 @@ def manifest_definition(label: ProvenanceLabel, title: str, mime: str) -> dict[s
         "format": mime,
         "assertions": [{"label": "c2pa.actions", "data": {"actions": [action]}}],
     }
+
+
+def signing_step(path: Path, label: ProvenanceLabel | None,
+                 notify: Callable[[str], None] | None) -> Callable[[Path], None] | None:
+    """What a writer of `path` runs on its finished temporary file (AtomicFile's `prepare`): a C2PA signature when
+    the label has a signer and the type can hold one; None otherwise (a type that cannot is reported)."""
+    if label is None or label.c2pa is None:
+        return None
+    if not can_sign(path):
+        if notify is not None:
+            notify(f"slimfuse: {path}: a {path.suffix} file cannot hold a C2PA manifest; it is written with its "
+                   "metadata label only")
+        return None
+    signer, title = label.c2pa, str(path)
+    return lambda temp: sign_in_place(temp, label, signer, title)
 
 
 def sign_in_place(path: Path, label: ProvenanceLabel, signer: C2paSigner, title: str) -> None:

@@ -7,7 +7,6 @@ directory, renamed into place only when complete), so a failed or interrupted ru
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from slimfuse.errors import (
     OutputUnwritableError,
     UnsupportedTypeError,
 )
-from slimfuse.media.c2pa_sign import can_sign, sign_in_place
+from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.provenance import XMP_FORMATS, ProvenanceLabel
 
 IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP"}
@@ -154,7 +153,7 @@ def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None
     parent = path.parent if str(path.parent) else Path(".")
     remove_stale(parent, notify)
     try:
-        with AtomicFile(path, _signing_step(path, provenance, notify)) as atomic, atomic.open() as handle:
+        with AtomicFile(path, signing_step(path, provenance, notify)) as atomic, atomic.open() as handle:
             image.save(handle, **options)
     except OSError as exc:
         raise write_error(path, exc) from exc
@@ -162,20 +161,9 @@ def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None
 
 def _xmp_options(fmt: str, label: ProvenanceLabel) -> dict[str, object]:
     if fmt == "PNG":
-        # Pillow writes PNG's XMP only as this iTXt chunk, the one XMP readers look for.
+        # Pillow's PNG writer takes no xmp option: the packet goes in the iTXt chunk that XMP readers look for.
         info = PngInfo()
         info.add_itxt("XML:com.adobe.xmp", label.xmp().decode("utf-8"), zip=False)
         return {"pnginfo": info}
     return {"xmp": label.xmp()} if fmt in XMP_FORMATS else {}
 
-
-def _signing_step(path: Path, label: ProvenanceLabel | None,
-                  notify: Notify | None) -> Callable[[Path], None] | None:
-    if label is None or label.c2pa is None:
-        return None
-    if not can_sign(path):
-        if notify is not None:
-            notify(f"slimfuse: {path}: a {path.suffix} file cannot hold a C2PA manifest; it is written without one")
-        return None
-    signer = label.c2pa
-    return lambda temp: sign_in_place(temp, label, signer, str(path))

@@ -18,7 +18,7 @@ from av.video.stream import VideoStream
 
 from slimfuse.atomic import AtomicFile, remove_stale, write_error
 from slimfuse.errors import NoFramesError, OutputDirMissingError, OutputIsInputError, OutputUnwritableError
-from slimfuse.media.c2pa_sign import can_sign, sign_in_place
+from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.frame_queue import DEFAULT_QUEUE, END, POLL_S, drain
 from slimfuse.media.provenance import ProvenanceLabel
 from slimfuse.media.video_audio import REENCODE, AudioTrack, can_copy, open_source
@@ -172,20 +172,9 @@ class VideoWriter:
     def _make_temp(self) -> AtomicFile:
         remove_stale(self.path.parent if str(self.path.parent) else Path("."), self._notify)
         try:
-            return AtomicFile(self.path, self._signing_step())
+            return AtomicFile(self.path, signing_step(self.path, self.provenance, self._notify))
         except OSError as exc:
             raise write_error(self.path, exc, "the video") from exc
-
-    def _signing_step(self) -> Callable[[Path], None] | None:
-        label = self.provenance
-        if label is None or label.c2pa is None:
-            return None
-        if not can_sign(self.path):
-            self._notify(f"slimfuse: {self.path}: a {self.path.suffix} file cannot hold a C2PA manifest; "
-                         "it is written with its metadata label only")
-            return None
-        signer, title = label.c2pa, str(self.path)
-        return lambda temp: sign_in_place(temp, label, signer, title)
 
     def _open_output(self) -> tuple[OutputContainer, VideoStream]:
         """Open the temporary file with the video stream and the audio (copied when the container takes its codec;
