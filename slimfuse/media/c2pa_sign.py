@@ -8,12 +8,13 @@ Matroska, WebM and BMP cannot hold one (those outputs keep their metadata label 
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from slimfuse.atomic import temporary_name
 from slimfuse.errors import C2paSigningError
@@ -77,19 +78,37 @@ def sign_in_place(path: Path, label: ProvenanceLabel, signer: C2paSigner, title:
     mime = MIME_TYPES.get(Path(title).suffix.lower())
     if mime is None:
         raise C2paSigningError(title, f"a {Path(title).suffix} file cannot hold a C2PA manifest")
-    c2pa = _import_c2pa(title)
     signed = temporary_name(Path(path))
     try:
-        info = c2pa.C2paSignerInfo(signer.algorithm.encode(), _read(signer.certificates, title),
-                                   _read(signer.key, title), signer.timestamp_url)
-        with c2pa.Signer.from_info(info) as native, c2pa.Builder(json.dumps(manifest_definition(
-                label, Path(title).name, mime))) as builder, open(path, "rb") as source, open(signed, "w+b") as dest:
-            builder.sign(native, mime, source, dest)
+        with open(path, "rb") as source, open(signed, "w+b") as dest:
+            _sign(label, signer, title, mime, source, dest)
         os.replace(signed, path)
-    except c2pa.C2paError as exc:
-        raise C2paSigningError(title, f"C2PA signing failed ({_first_line(exc)})") from exc
     finally:
         signed.unlink(missing_ok=True)
+
+
+def check_signer(signer: C2paSigner, label: ProvenanceLabel) -> None:
+    """Sign a one-pixel PNG in memory: raises C2paSigningError before any work when the extra is missing or c2pa
+    refuses the key or the certificates."""
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (1, 1)).save(png, format="PNG")
+    png.seek(0)
+    _sign(label, signer, str(signer.certificates), "image/png", png, io.BytesIO())
+
+
+def _sign(label: ProvenanceLabel, signer: C2paSigner, title: str, mime: str, source: BinaryIO,
+          dest: BinaryIO) -> None:
+    c2pa = _import_c2pa(title)
+    info = c2pa.C2paSignerInfo(signer.algorithm.encode(), _read(signer.certificates, title), _read(signer.key, title),
+                               signer.timestamp_url)
+    manifest = json.dumps(manifest_definition(label, Path(title).name, mime))
+    try:
+        with c2pa.Signer.from_info(info) as native, c2pa.Builder(manifest) as builder:
+            builder.sign(native, mime, source, dest)
+    except c2pa.C2paError as exc:
+        raise C2paSigningError(title, f"C2PA signing failed ({_first_line(exc)})") from exc
 
 
 def make_test_credentials(folder: Path, days: int = 30) -> C2paSigner:

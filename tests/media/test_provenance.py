@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from PIL import Image
 
 from slimfuse.bench.clips import make_clip, still
 from slimfuse.errors import C2paSigningError
-from slimfuse.media.c2pa_sign import C2paSigner, make_test_credentials
+from slimfuse.media.c2pa_sign import C2paSigner, check_signer, make_test_credentials
 from slimfuse.media.image_io import write_image_atomic
 from slimfuse.media.provenance import MESH_SWAP, NEURAL_SWAP, ProvenanceLabel, tool_version
 from slimfuse.media.video_encoding import EncodeSettings
@@ -193,3 +194,19 @@ def test_a_refused_key_leaves_no_output(tmp_path: Path, grace_hopper: np.ndarray
         write_image_atomic(Image.fromarray(grace_hopper), out / "out.jpg", provenance=ProvenanceLabel(c2pa=mixed))
     assert caught.value.exit_code == 22 and "out.jpg" in caught.value.message
     assert list(out.iterdir()) == []
+    with pytest.raises(C2paSigningError, match="C2PA signing failed"):  # what a run can check before any work
+        check_signer(mixed, ProvenanceLabel())
+    check_signer(signer, ProvenanceLabel())
+    missing = C2paSigner(key=tmp_path / "no-such-key.pem", certificates=signer.certificates)
+    with pytest.raises(C2paSigningError, match="cannot read the C2PA credentials"):
+        check_signer(missing, ProvenanceLabel())
+
+
+def test_without_the_extra_signing_names_the_install(tmp_path: Path, grace_hopper: np.ndarray, signer: C2paSigner,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "c2pa", None)  # as if c2pa-python were not installed
+    with pytest.raises(C2paSigningError, match=r"pip install 'slimfuse\[c2pa\]'"):
+        check_signer(signer, ProvenanceLabel())
+    with pytest.raises(C2paSigningError):
+        write_image_atomic(Image.fromarray(grace_hopper), tmp_path / "out.png", provenance=ProvenanceLabel(c2pa=signer))
+    assert list(tmp_path.iterdir()) == []
