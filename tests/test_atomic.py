@@ -132,3 +132,25 @@ def test_killed_owner_is_gone_when_its_pid_is_checked(tmp_path: Path) -> None:
     elsewhere = tmp_path / f".out.png.{child.pid}@another-machine.0123abcd.part"
     elsewhere.write_bytes(b"x")
     assert remove_stale(tmp_path) == [leftover] and not leftover.exists() and elsewhere.exists()
+
+
+def test_the_video_writer_removes_leftovers_of_dead_runs_too(tmp_path: Path, grace_hopper: np.ndarray) -> None:
+    from slimfuse.bench.clips import make_clip, still
+    from slimfuse.media.video_encoding import EncodeSettings
+    from slimfuse.media.video_reader import VideoReader
+    from slimfuse.media.video_writer import VideoWriter
+
+    source = make_clip(tmp_path / "in.mp4", still(grace_hopper, size=(160, 120), count=3))
+    out = tmp_path / "out"
+    out.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    leftover = out / f".out.mp4.{child.pid}@{host_tag()}.89abcdef.part"
+    leftover.write_bytes(b"half a video")
+    notices: list[str] = []
+    with VideoReader(source) as reader, VideoWriter(out / "out.mp4", probe(source), EncodeSettings(preset="ultrafast"),
+                                                    notify=notices.append) as writer:
+        for frame in reader:
+            writer.write(frame)
+    assert [path.name for path in out.iterdir()] == ["out.mp4"]
+    assert any(str(leftover) in notice for notice in notices)
