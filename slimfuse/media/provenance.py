@@ -53,7 +53,9 @@ class ProvenanceLabel:
 
     @classmethod
     def for_swapper(cls, neural: bool, c2pa: C2paSigner | None = None) -> ProvenanceLabel:
-        """The label of a run: neural swappers are trained algorithmic media, the mesh swapper synthetic."""
+        """The label of a run. neural: a trained generator made pixels of the output (a neural swapper, or a face
+        or frame enhancer after the mesh swapper): trained algorithmic media; else (the mesh swapper alone)
+        synthetic."""
         return cls(NEURAL_SWAP if neural else MESH_SWAP, c2pa=c2pa)
 
     @property
