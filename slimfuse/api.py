@@ -96,7 +96,8 @@ class Swapper:
             if output is not None:
                 check_output_path(Path(output))
                 write_image_atomic(Image.fromarray(result), Path(output),
-                                   quality=self.config.output.output_image_quality)
+                                   quality=self.config.output.output_image_quality,
+                                   provenance=self._run.provenance, notify=self._run.notify)
             return result
 
     def swap_video(self, path: str | Path, output: str | Path,

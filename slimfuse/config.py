@@ -291,10 +291,16 @@ class OutputOptions:
     output_image_quality: int = 95
     """JPEG and WebP quality of image outputs (PNG and BMP are lossless)."""
     provenance: bool = True
-    """Label every output as synthetic (IPTC digital source type in its metadata; C2PA where installed)."""
+    """Label every output as synthetic (IPTC digital source type in its metadata)."""
+    c2pa_key: Path | None = None
+    """A PEM private key: with c2pa_certificates, outputs also get a signed C2PA manifest (the c2pa extra)."""
+    c2pa_certificates: Path | None = None
+    """The PEM certificate chain of c2pa_key (the signing certificate first, then its issuers)."""
 
     def __post_init__(self) -> None:
         _within(self.output_image_quality, "output_image_quality", 1, 100)
+        _require((self.c2pa_key is None) == (self.c2pa_certificates is None), "c2pa_key",
+                 "give --c2pa-key and --c2pa-certificates together")
 
 
 @dataclass(frozen=True)

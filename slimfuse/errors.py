@@ -86,8 +86,14 @@ class OutputUnwritableError(SlimfuseError):
 
 
 class ModelUnavailableError(SlimfuseError):
+    """`tried`: each source and why it failed, for --debug and the run report (the message says what to do)."""
+
     exit_code = 14
     problem = "model could not be fetched from any source"
+
+    def __init__(self, path: Path | str | None = None, detail: str | None = None, tried: tuple[str, ...] = ()) -> None:
+        self.tried = tried
+        super().__init__(path, detail)
 
 
 class ModelCorruptError(SlimfuseError):
@@ -123,6 +129,11 @@ class OptimizeError(SlimfuseError):
 class TorchMissingError(SlimfuseError):
     exit_code = 21
     problem = "the PyTorch extra is not installed: pip install 'slimfuse[torch]'"
+
+
+class C2paSigningError(SlimfuseError):
+    exit_code = 22
+    problem = "the C2PA manifest could not be signed (the c2pa extra is missing, or the key or certificate was refused)"
 
 
 class NoVideoStreamError(SlimfuseError):
@@ -201,6 +212,7 @@ EXIT_CODES: dict[int, str] = {
             GateFailedError,
             OptimizeError,
             TorchMissingError,
+            C2paSigningError,
             NoVideoStreamError,
             NoFramesError,
             CodecUnavailableError,

@@ -64,7 +64,7 @@ class Row:
     fps: float | None
     psnr_vs_level0: float | None
     """Mean PSNR over frames of this level's output against level 0's (None for level 0 itself; identical
-    frames count as slimfuse.bench.metrics.IDENTICAL_PSNR)."""
+    frames count as slimfuse.metrics.IDENTICAL_PSNR)."""
     budget_mb: float | None
     budget_exceeded: bool
     weights: str

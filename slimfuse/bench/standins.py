@@ -27,8 +27,6 @@ in blocks, so building a 554 MB model holds a few MB of weights at a time; it ta
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+
+from slimfuse.atomic import atomic_writer
 
 VERSION = "1"
 """Bump when an architecture or the weights change: the cache folder is keyed by it."""
@@ -339,21 +339,14 @@ def write(graph: Graph, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.Va
     shell.ClearField("graph")
     rng = np.random.default_rng(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(shell.SerializeToString())
-            handle.write(_key(_GRAPH_FIELD, 2) + _varint(graph_length) + nodes_part)
-            for init, (prefix, _) in zip(graph.inits, prefixes, strict=True):
-                handle.write(prefix)
-                for block in _raw_blocks(init, rng):
-                    handle.write(block)
-            handle.write(io_part)
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as handle:
+        handle.write(shell.SerializeToString())
+        handle.write(_key(_GRAPH_FIELD, 2) + _varint(graph_length) + nodes_part)
+        for init, (prefix, _) in zip(graph.inits, prefixes, strict=True):
+            handle.write(prefix)
+            for block in _raw_blocks(init, rng):
+                handle.write(block)
+        handle.write(io_part)
     return path
 
 

@@ -20,9 +20,11 @@ from PIL import Image
 
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.memory.probe import peak_rss_mb
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.media.video_encoding import EncodeSettings
-from slimfuse.media.video_io import VideoReader, VideoWriter, probe
+from slimfuse.media.video_probe import probe
+from slimfuse.media.video_reader import VideoReader
+from slimfuse.media.video_writer import VideoWriter
 from slimfuse.samples import sample_path
 
 SIZE = (1280, 720)

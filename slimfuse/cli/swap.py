@@ -53,6 +53,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help=f"JPEG and WebP quality of an image output (default {D.output.output_image_quality})")
     parser.add_argument("--no-provenance", dest="provenance", action="store_false",
                         help="do not label the output as synthetic in its metadata (labelled by default)")
+    parser.add_argument("--c2pa-key", type=Path, metavar="PEM",
+                        help="sign a C2PA manifest into the output with this private key (needs --c2pa-certificates "
+                        "and the c2pa extra)")
+    parser.add_argument("--c2pa-certificates", type=Path, metavar="PEM",
+                        help="the key's certificate chain, the signing certificate first")
     add_common_options(parser)
     parser.set_defaults(command=run, log_format="text")
 

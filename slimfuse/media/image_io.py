@@ -1,19 +1,20 @@
 """Reading and writing still images.
 
 Reading honours EXIF orientation and keeps what the output needs to look like the input (grey stays grey,
-alpha is kept, 16-bit stays 16-bit). Writing goes to a temporary name in the destination directory and is
-renamed into place only when complete, so a failed or interrupted run never leaves a partial output.
+alpha is kept, 16-bit stays 16-bit). Writing goes through slimfuse.atomic (a temporary name in the destination
+directory, renamed into place only when complete), so a failed or interrupted run never leaves a partial output.
 """
 from __future__ import annotations
 
-import errno
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL.PngImagePlugin import PngInfo
+
+from slimfuse.atomic import AtomicFile, Notify, remove_stale, write_error
 
 from slimfuse.errors import (
     ImageTooLargeError,
@@ -21,11 +22,12 @@ from slimfuse.errors import (
     InputEmptyError,
     InputMissingError,
     InputUnreadableError,
-    NoSpaceError,
     OutputDirMissingError,
     OutputUnwritableError,
     UnsupportedTypeError,
 )
+from slimfuse.media.c2pa_sign import signing_step
+from slimfuse.media.provenance import XMP_FORMATS, ProvenanceLabel
 
 IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP"}
 # 16K x 16K: far above 8K frames, below what would exhaust memory on a small machine.
@@ -54,6 +56,8 @@ def check_readable(path: Path) -> None:
     """Raise the error that says why `path` cannot be read, if it cannot."""
     if not path.exists():
         raise InputMissingError(path)
+    if path.is_dir():
+        raise InputUnreadableError(path, "is a folder, not an image or video file")
     if not path.is_file() or not os.access(path, os.R_OK):
         raise InputUnreadableError(path)
     if path.stat().st_size == 0:
@@ -127,9 +131,13 @@ def compose_output(loaded: LoadedImage, rgb: np.ndarray) -> Image.Image:
     return image
 
 
-def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None = None, quality: int = 95) -> None:
-    """Write to a temporary file beside `path`, then rename: the output exists whole or not at all. quality: of
-    JPEG and WebP outputs (1-100)."""
+def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None = None, *, quality: int = 95,
+                       provenance: ProvenanceLabel | None = None, notify: Notify | None = None) -> None:
+    """Write to a temporary file beside `path`, then rename: the output exists whole or not at all.
+
+    quality: of JPEG and WebP outputs (1-100). provenance: the label that says the image is synthetic (XMP in JPEG,
+    PNG and WebP; BMP holds none), and a signed C2PA manifest when the label has a signer; None writes no label.
+    Temporary files that dead runs left in the folder are removed first, each reported through `notify`."""
     fmt = check_output_path(path)
     if fmt in ("JPEG", "BMP") and image.mode in ("RGBA", "LA", "I;16"):
         image = image.convert("RGB" if image.mode == "RGBA" else "L")
@@ -140,26 +148,22 @@ def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None
         options.update(quality=quality)
     if icc_profile and fmt in ("JPEG", "PNG", "WEBP"):
         options["icc_profile"] = icc_profile
+    if provenance is not None:
+        options.update(_xmp_options(fmt, provenance))
     parent = path.parent if str(path.parent) else Path(".")
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    remove_stale(parent, notify)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with AtomicFile(path, signing_step(path, provenance, notify)) as atomic, atomic.open() as handle:
             image.save(handle, **options)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
     except OSError as exc:
-        _remove_quietly(temp_name)
-        if exc.errno == errno.ENOSPC:
-            raise NoSpaceError(path) from exc
-        raise OutputUnwritableError(path, f"cannot write the output ({exc.strerror or exc})") from exc
-    except BaseException:
-        _remove_quietly(temp_name)
-        raise
+        raise write_error(path, exc) from exc
 
 
-def _remove_quietly(name: str) -> None:
-    try:
-        os.unlink(name)
-    except FileNotFoundError:
-        pass
+def _xmp_options(fmt: str, label: ProvenanceLabel) -> dict[str, object]:
+    if fmt == "PNG":
+        # Pillow's PNG writer takes no xmp option: the packet goes in the iTXt chunk that XMP readers look for.
+        info = PngInfo()
+        info.add_itxt("XML:com.adobe.xmp", label.xmp().decode("utf-8"), zip=False)
+        return {"pnginfo": info}
+    return {"xmp": label.xmp()} if fmt in XMP_FORMATS else {}
+

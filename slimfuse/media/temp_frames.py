@@ -1,16 +1,18 @@
 """The optional disk mode (`--temp-frame-format jpg|png|bmp`): frames go to a temporary directory, are processed
 there, and are assembled back into a video with their original timestamps and the input's audio.
 
-Streaming (video_io) is the default and needs no disk; this mode exists for the low-memory recipes that process
+Streaming (video_reader, video_writer) is the default and needs no disk; this mode exists for the low-memory recipes that process
 frames in several passes. Each file is named by frame index, pts and duration (`00000042_pts21504_dur512.png`),
 and `timing.json` holds the time base, so the timing survives on disk. The directory is removed when the `with`
-block ends, whether it ends normally, by an error or by Ctrl-C, unless `keep` is set.
+block ends, whether it ends normally, by an error or by Ctrl-C, unless `keep` is set. Its name carries the owning
+process id and machine (`slimfuse-frames-<pid>@<host>-XXXX`), so a run removes the directories of runs on this
+machine that were killed (`kill -9`) and reports them.
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -21,10 +23,14 @@ from types import TracebackType
 import cv2
 import numpy as np
 
+from slimfuse.atomic import host_tag, remove_stale, write_bytes_atomic, write_error
 from slimfuse.errors import InputCorruptError, NoSpaceError, OutputDirMissingError, OutputUnwritableError
-from slimfuse.media.video_io import VideoFrame, VideoWriter
+from slimfuse.media.video_reader import VideoFrame
+from slimfuse.media.video_writer import VideoWriter
 
 FRAME_FORMATS = ("jpg", "png", "bmp")
+DIR_PREFIX = "slimfuse-frames-"
+_OWNED_DIR = re.compile(rf"^{DIR_PREFIX}(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)-[A-Za-z0-9_]+$")
 # jpg at 95 keeps faces free of visible blocking; png at level 1 with run-length matching is the fastest zlib
 # setting (about 2x faster to write than level 3, for a few percent more disk).
 ENCODE_PARAMS = {
@@ -65,8 +71,9 @@ class TempFrames:
     def __enter__(self) -> TempFrames:
         if self.root is not None and not Path(self.root).is_dir():
             raise OutputDirMissingError(self.root, f"--temp-path {self.root} is not a directory")
+        remove_stale(Path(self.root or tempfile.gettempdir()), self._notify, frames_owner)
         try:
-            self._dir = Path(tempfile.mkdtemp(prefix="slimfuse-frames-", dir=self.root))
+            self._dir = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}@{host_tag()}-", dir=self.root))
         except OSError as exc:
             raise _error(Path(self.root or tempfile.gettempdir()), exc) from exc
         return self
@@ -133,12 +140,9 @@ class TempFrames:
         ok, data = cv2.imencode(f".{self.fmt}", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), ENCODE_PARAMS[self.fmt])
         if not ok:
             raise OutputUnwritableError(path, f"cannot encode the frame as {self.fmt}")
-        partial = path.with_name(f".{path.name}.part")
         try:
-            partial.write_bytes(data.tobytes())
-            os.replace(partial, path)
+            write_bytes_atomic(path, data.tobytes(), durable=False)
         except OSError as exc:
-            partial.unlink(missing_ok=True)
             raise _error(path, exc) from exc
 
     def _read(self, path: Path) -> np.ndarray:
@@ -148,7 +152,11 @@ class TempFrames:
         return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
+def frames_owner(name: str) -> int | None:
+    """The owning process id of a frame directory of this machine, from its name; None for any other name."""
+    match = _OWNED_DIR.match(name)
+    return int(match.group("pid")) if match and match.group("host") == host_tag() else None
+
+
 def _error(path: Path, exc: OSError) -> NoSpaceError | OutputUnwritableError:
-    if exc.errno == errno.ENOSPC:
-        return NoSpaceError(path)
-    return OutputUnwritableError(path, f"cannot write temp frames ({exc.strerror or exc})")
+    return write_error(path, exc, "temp frames")

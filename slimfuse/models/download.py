@@ -4,7 +4,10 @@ pooch and requests are imported when a download starts: a run whose models are i
 they cost a swap process about 20 MB of RSS (it counts against --memory-budget)."""
 from __future__ import annotations
 
+import logging
 import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -15,8 +18,9 @@ class SourceFailed(Exception):
 class _ResumingDownloader:
     """A pooch downloader that keeps a partial file between attempts and resumes it with a Range request."""
 
-    def __init__(self, partial: Path, timeout: float = 60.0) -> None:
+    def __init__(self, partial: Path, started: Callable[[], None], timeout: float = 60.0) -> None:
         self.partial = partial
+        self.started = started
         self.timeout = timeout
 
     def __call__(self, url: str, output_file: str, _pooch: object, check_only: bool = False) -> bool | None:
@@ -28,6 +32,7 @@ class _ResumingDownloader:
         have = self.partial.stat().st_size if self.partial.exists() else 0
         headers = {"Range": f"bytes={have}-"} if have else {}
         with requests.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
+            self.started()
             if response.status_code == 416:  # the partial file is already complete
                 pass
             else:
@@ -40,26 +45,40 @@ class _ResumingDownloader:
         return None
 
 
-def resumable_download(url: str, destination: Path, sha256: str | None, partial_dir: Path) -> None:
+def resumable_download(url: str, destination: Path, sha256: str | None, partial_dir: Path,
+                       started: Callable[[], None] = lambda: None) -> None:
     """Download `url` to `destination`, resuming an earlier partial download; raise SourceFailed on failure.
 
-    With `sha256` None (a trust-on-first-use model) the file is not checked here: the store records or checks it."""
+    started: called once the server answers (so nothing is announced for a machine that is offline). With
+    `sha256` None (a trust-on-first-use model) the file is not checked here: the store records or checks it."""
     import pooch
     import requests
 
     partial = partial_dir / f"{sha256 or destination.name}.part"
     try:
-        pooch.retrieve(
-            url,
-            known_hash=f"sha256:{sha256}" if sha256 else None,
-            fname=destination.name,
-            path=destination.parent,
-            downloader=_ResumingDownloader(partial),
-            progressbar=False,
-        )
+        with _quiet(pooch.get_logger()):
+            pooch.retrieve(
+                url,
+                known_hash=f"sha256:{sha256}" if sha256 else None,
+                fname=destination.name,
+                path=destination.parent,
+                downloader=_ResumingDownloader(partial, started),
+                progressbar=False,
+            )
     except ValueError as exc:  # pooch: hash mismatch; the partial file is useless, start over next time
         partial.unlink(missing_ok=True)
         raise SourceFailed(f"sha256 mismatch: {exc}") from exc
     except (requests.RequestException, OSError) as exc:
         raise SourceFailed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
     partial.unlink(missing_ok=True)
+
+
+@contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """pooch logs each download on stderr itself; the store says what it fetches, once, in its own words."""
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

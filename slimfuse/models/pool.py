@@ -21,12 +21,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-import onnxruntime as ort
 
 from slimfuse.errors import ModelInvalidError
+from slimfuse.models.bound_session import BoundSession, Session
 from slimfuse.models.runtime import ModelLoadError, ProviderReport, RuntimeOptions, check_requested, create_session
 from slimfuse.models.store import Notify, Store
-from slimfuse.models.validate import describe, input_mismatch, session_inputs
+from slimfuse.models.validate import bind_inputs, describe, input_mismatch, session_inputs
 from slimfuse.models.variants import split_name
 
 T = TypeVar("T")
@@ -81,9 +81,10 @@ class ModelPool:
         # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
         check_requested(runtime, self.provider_report, self.notify)
 
-    def session(self, name: str) -> ort.InferenceSession:
+    def session(self, name: str) -> Session:
         """The ONNX Runtime session of catalog model `name` (or of the variant chosen for it), checked against its
-        catalog entry on load."""
+        catalog entry on load; fed under the catalog's input names even where the file names its one input
+        otherwise."""
         chosen = self.variants.get(name, name)
         return self.get(chosen, lambda path: self._load_session(chosen, path))
 
@@ -168,7 +169,7 @@ class ModelPool:
                 moved_to_cpu=tuple(sorted(self._cpu_only - self._cpu_planned)),
             )
 
-    def _load_session(self, name: str, path: Path) -> ort.InferenceSession:
+    def _load_session(self, name: str, path: Path) -> Session:
         base, variant = split_name(name, self.store.catalog.names())
         spec = self.store.catalog.get(base)
         with self._cond:
@@ -182,11 +183,16 @@ class ModelPool:
             if spec.sha256 is not None or variant is not None:  # a verified file: the runtime is at fault
                 raise ModelInvalidError(path, f"model {name}: {problem}") from exc
             self.store.reject(name, path, problem)
-        if spec.io is not None:
-            problem = input_mismatch(spec.io.inputs, session_inputs(session))
-            if problem is not None:
-                del session
-                self.store.reject(name, path, problem)
+        if spec.io is None:
+            return session
+        found = session_inputs(session)
+        binding = bind_inputs(spec.io.inputs, found)
+        if binding is None:
+            problem = input_mismatch(spec.io.inputs, found)
+            del session
+            self.store.reject(name, path, problem or "inputs differ")
+        if any(ours != theirs for ours, theirs in binding.items()):
+            return BoundSession(session, binding)
         return session
 
     def _held(self) -> int:

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import onnxruntime as ort
 
+from slimfuse.atomic import Notify
 from slimfuse.errors import ProviderUnavailableError
 from slimfuse.memory.limit import is_allocation_failure
 
-Notify = Callable[[str], None]
 
 PROVIDERS: dict[str, str] = {
     "cpu": "CPUExecutionProvider",

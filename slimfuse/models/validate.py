@@ -1,7 +1,9 @@
 """Is a model file the model its catalog entry describes? Its inputs' names, shapes and element types.
 
 A fixed size in the catalog must match the file's fixed size; a named axis in the catalog (such as "batch") or a
-free axis in the file accepts any size. Outputs are not checked (the processors read the first by position).
+free axis in the file accepts any size. A model of one input whose tensor has another name but the catalog's shape
+and type is bound by position: insightface's own w600k_r50.onnx (buffalo_l) names its input `input.1` where
+FaceFusion's copy says `input`. Outputs are not checked (the processors read the first by position).
 """
 from __future__ import annotations
 
@@ -37,12 +39,23 @@ def describe(tensors: Iterable[TensorSpec | FoundTensor]) -> str:
     return " ".join(parts) or "no inputs"
 
 
-def input_mismatch(expected: Sequence[TensorSpec], found: Sequence[FoundTensor]) -> str | None:
-    """None when `found` are the inputs `expected`; else 'expected ..., found ...' for a one-line error."""
+def bind_inputs(expected: Sequence[TensorSpec], found: Sequence[FoundTensor]) -> dict[str, str] | None:
+    """The file's input name for each catalog input name, when `found` are the inputs `expected`: by name, or by
+    position for a single input of the expected shape and type; None when they are not."""
+    if len(found) != len(expected):
+        return None
     by_name = {tensor.name: tensor for tensor in found}
-    ok = len(found) == len(expected) and all(
-        spec.name in by_name and _compatible(spec, by_name[spec.name]) for spec in expected)
-    if ok:
+    if all(spec.name in by_name and _compatible(spec, by_name[spec.name]) for spec in expected):
+        return {spec.name: spec.name for spec in expected}
+    if len(expected) == 1 and _compatible(expected[0], found[0]):
+        return {expected[0].name: found[0].name}
+    return None
+
+
+def input_mismatch(expected: Sequence[TensorSpec], found: Sequence[FoundTensor]) -> str | None:
+    """None when `found` are the inputs `expected` (see `bind_inputs`); else 'expected ..., found ...' for a
+    one-line error."""
+    if bind_inputs(expected, found) is not None:
         return None
     return f"expected inputs {describe(expected)}, found {describe(found)}"
 

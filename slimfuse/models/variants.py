@@ -107,3 +107,11 @@ def variant_problem(record: VariantRecord | None, digest: str, original_sha256: 
         return (f"it was made from another {record.model} file (sha256 {record.original_sha256}) than the one the "
                 f"store holds ({original_sha256}); make it again with slimfuse optimize")
     return None
+
+
+def verdict_words(record: VariantRecord) -> str:
+    """Why a variant that did not pass is not used: 'has not been gated', or its failed gate."""
+    if record.gate is None:
+        return "has not been gated"
+    return (f"failed its quality gate ({record.gate.get('metric')} {record.gate.get('value')}, "
+            f"threshold {record.gate.get('threshold')}; stored with --force)")

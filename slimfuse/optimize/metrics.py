@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from slimfuse.bench.metrics import IDENTICAL_PSNR
-from slimfuse.bench.metrics import psnr as psnr_8bit
+from slimfuse.metrics import IDENTICAL_PSNR
+from slimfuse.metrics import psnr as psnr_8bit
 from slimfuse.faces.geometry import iou
 
 MAX_PSNR = IDENTICAL_PSNR

@@ -42,7 +42,7 @@ def swap_image_file(run: Run, target: Path, output: Path, reference: np.ndarray 
     result, stats = swap_frame(run, loaded.rgb, target, reference)
     run.mark("processing")
     write_image_atomic(compose_output(scaled_like(loaded, result), result), output, loaded.icc_profile,
-                       quality=run.config.output.output_image_quality)
+                       quality=run.config.output.output_image_quality, provenance=run.provenance, notify=run.notify)
     run.mark("write")
     return ImageResult(output, stats)
 

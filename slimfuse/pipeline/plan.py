@@ -115,7 +115,7 @@ def _file_bytes(store: Store, name: str, variants: dict[str, str]) -> int:
 def _frame_bytes(target: Path, video: bool) -> int:
     """One decoded RGB frame of the target (read from its header)."""
     if video:
-        from slimfuse.media.video_io import probe
+        from slimfuse.media.video_probe import probe
 
         info = probe(target)
         return info.width * info.height * 3

@@ -16,7 +16,7 @@ from slimfuse.errors import InterruptedByUser, SlimfuseError, Terminated, Termin
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.store import _write_atomic
+from slimfuse.atomic import write_bytes_atomic
 
 
 
@@ -77,7 +77,7 @@ class RunReport:
             "error": None if error is None else _describe(error),
         }
         text = json.dumps(report, indent=2, default=str)
-        _write_atomic(self.path, text.encode("utf-8"))
+        write_bytes_atomic(self.path, text.encode("utf-8"))
 
 
 def _describe(error: BaseException) -> dict[str, Any]:

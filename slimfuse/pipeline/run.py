@@ -19,7 +19,9 @@ from slimfuse.faces.detect import DetectorOptions
 from slimfuse.faces.recognize import Recognizer, build_recognizer, recognizer_models
 from slimfuse.faces.select import FaceSelector
 from slimfuse.faces.types import Face
+from slimfuse.media.c2pa_sign import C2paSigner, check_signer
 from slimfuse.media.image_io import read_image
+from slimfuse.media.provenance import ProvenanceLabel
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.model_choices import gate_variants
 from slimfuse.models.catalog import Catalog
@@ -55,7 +57,8 @@ class Run:
 
     def __init__(self, config: RunConfig, plan: RunPlan, store: Store, pool: ModelPool, batcher: AdaptiveBatcher,
                  chain: Chain, analyser: FaceAnalyser, recognizer: Recognizer, residency: Residency,
-                 report: RunReport | None, sources: Sequence[SourceImage] | None = None) -> None:
+                 report: RunReport | None, provenance: ProvenanceLabel | None,
+                 sources: Sequence[SourceImage] | None = None) -> None:
         self.config = config
         self.plan = plan
         self.store = store
@@ -66,6 +69,8 @@ class Run:
         self.recognizer = recognizer
         self.residency = residency
         self.report = report
+        self.provenance = provenance
+        """The label every output of the run carries (None: --no-provenance)."""
         self._sources = sources
         self._prepared: list[object] | None = None
         self._reference: np.ndarray | None = None
@@ -157,6 +162,23 @@ class Run:
         return self.recognizer.descriptor(rgb, candidates[position])
 
 
+def provenance_label(config: RunConfig) -> ProvenanceLabel | None:
+    """What every output of the run says it is: composited by a trained model whenever one made pixels (a neural
+    swapper or an enhancer), else synthetic; signed with C2PA when credentials are given (checked here, before
+    any work: exit 22 when they are refused or the extra is missing). None with --no-provenance."""
+    output = config.output
+    if not output.provenance:
+        return None
+    signer = None
+    if output.c2pa_key is not None and output.c2pa_certificates is not None:
+        signer = C2paSigner(output.c2pa_key, output.c2pa_certificates)
+    neural = config.swap.neural or config.enhance.face_enhancer is not None or config.enhance.frame_enhancer is not None
+    label = ProvenanceLabel.for_swapper(neural, signer)
+    if signer is not None:
+        check_signer(signer, label)
+    return label
+
+
 def run_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     """Every catalog model a run of `config` loads, each once, in first-use order: what the analysis and the
     processor chain declare."""
@@ -192,6 +214,7 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     analyser = FaceAnalyser(pool, DetectorOptions(model=faces.face_detector_model, score=faces.face_detector_score,
                                                   tile_size=faces.face_detector_size))
     recognizer = build_recognizer(faces.face_recognizer_model, pool)
-    run = Run(config, plan, store, pool, batcher, chain, analyser, recognizer, residency, report, sources)
+    run = Run(config, plan, store, pool, batcher, chain, analyser, recognizer, residency, report,
+              provenance_label(config), sources)
     run.mark("models")
     return run

@@ -19,7 +19,9 @@ import numpy as np
 
 from slimfuse.errors import VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
-from slimfuse.media.video_io import VideoFrame, VideoInfo, VideoReader, VideoWriter, probe
+from slimfuse.media.video_probe import VideoInfo, probe
+from slimfuse.media.video_reader import VideoFrame, VideoReader
+from slimfuse.media.video_writer import VideoWriter
 from slimfuse.pipeline.chain import Target
 from slimfuse.pipeline.frames import FrameLoop, FrameStats
 from slimfuse.pipeline.image import refuse_overwriting_inputs
@@ -94,7 +96,7 @@ class VideoSwapJob:
         if self.progress.total is None and estimated is not None:
             self.progress.total = max(0, (min(end, estimated) if end is not None else estimated) - start)
         writer = VideoWriter(self.output, written, self.encode, trim_start=start, trim_end=end,
-                             queue_size=self.queue_frames, notify=run.notify)
+                             queue_size=self.queue_frames, notify=run.notify, provenance=run.provenance)
         setup_seconds = time.perf_counter() - started
         temp = config.video.temp_frame_format
         with writer:

@@ -11,7 +11,7 @@ from PIL import Image
 
 import neural_models as nm
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.cli.main import main
 from slimfuse.faces.align import five_points
 from slimfuse.faces.analyse import FaceAnalyser
@@ -132,7 +132,7 @@ def test_bad_mask_and_tile_settings_are_usage_errors(models_dir: Path, tmp_path:
 def test_the_frame_enhancer_on_a_video(models_dir: Path, tmp_path: Path, grace_hopper: np.ndarray,
                                        astronaut_path: Path) -> None:
     from slimfuse.bench.clips import make_clip, pan
-    from slimfuse.media.video_io import probe
+    from slimfuse.media.video_probe import probe
 
     nm.save(nm.resize_enhancer("real_esrgan_x2"), models_dir, "real_esrgan_x2")
     clip = make_clip(tmp_path / "clip.mp4", pan(grace_hopper, (320, 180), 6), audio=True)

@@ -9,7 +9,7 @@ from PIL import Image
 
 import neural_models as nm
 from slimfuse.cli.main import main
-from slimfuse.models import store as store_module
+from slimfuse.models import download as download_module
 from slimfuse.models.download import SourceFailed
 
 
@@ -79,14 +79,18 @@ def test_a_pixel_boost_that_does_not_suit_the_model_is_a_usage_error(placed: Pat
 def test_a_missing_model_names_where_to_place_it(placed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch, astronaut_path: Path,
                                                  grace_hopper_path: Path) -> None:
-    def offline(url: str, *args: object) -> None:
+    def offline(url: str, *args: object, **kwargs: object) -> None:
         raise SourceFailed("network unreachable")
 
-    monkeypatch.setattr(store_module, "resumable_download", offline)
-    code = main(_args(astronaut_path, grace_hopper_path, tmp_path / "out.png", "--models-dir", str(placed),
-                      "--face-swapper-model", "ghost_1_256", "--quiet"))
+    monkeypatch.setattr(download_module, "resumable_download", offline)
+    args = _args(astronaut_path, grace_hopper_path, tmp_path / "out.png", "--models-dir", str(placed),
+                 "--face-swapper-model", "ghost_1_256")
+    code = main(args)
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 14 and len(err) == 1
+    assert code == 14 and len(err) == 1 and len(err[0]) < 400
     assert "ghost_1_256" in err[0] and "Place ghost_1_256.onnx in a folder and pass --models-dir" in err[0]
-    assert "github.com/facefusion/facefusion-assets/releases/download/models-3.0.0/ghost_1_256.onnx" in err[0]
+    assert "github.com" not in err[0]
+    assert main([*args, "--debug"]) == 14
+    assert "github.com/facefusion/facefusion-assets/releases/download/models-3.0.0/ghost_1_256.onnx" in \
+        capsys.readouterr().err
     assert not (tmp_path / "out.png").exists()

@@ -21,7 +21,7 @@ import neural_models as nm
 
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import main
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 
 GOLDEN = Path(__file__).parent
 WRITE = os.environ.get("SLIMFUSE_WRITE_GOLDEN") == "1"

@@ -43,7 +43,10 @@ from slimfuse.errors import (
 )
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_encoding import check_encoder, crf_for
-from slimfuse.media.video_io import EncodeSettings, VideoReader, VideoWriter, probe
+from slimfuse.media.video_encoding import EncodeSettings
+from slimfuse.media.video_probe import probe
+from slimfuse.media.video_reader import VideoReader
+from slimfuse.media.video_writer import VideoWriter
 
 FAST = EncodeSettings(preset="ultrafast")
 SIZE = (320, 240)
@@ -472,7 +475,10 @@ CHILD = textwrap.dedent("""
     import sys
     from pathlib import Path
     from slimfuse.memory.probe import peak_rss_mb
-    from slimfuse.media.video_io import EncodeSettings, VideoReader, VideoWriter, probe
+    from slimfuse.media.video_encoding import EncodeSettings
+    from slimfuse.media.video_probe import probe
+    from slimfuse.media.video_reader import VideoReader
+    from slimfuse.media.video_writer import VideoWriter
     source, target = Path(sys.argv[1]), Path(sys.argv[2])
     info = probe(source)
     with VideoReader(source) as reader, VideoWriter(target, info, EncodeSettings(preset="ultrafast")) as writer:

@@ -9,8 +9,8 @@ import pytest
 
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, frame_loop, place
 from slimfuse.bench.clips import make_clip, still
-from slimfuse.bench.metrics import psnr
-from slimfuse.media.video_io import VideoReader
+from slimfuse.metrics import psnr
+from slimfuse.media.video_reader import VideoReader
 from slimfuse.models.pool import ModelPool
 from slimfuse.pipeline.frames import FrameLoop
 

@@ -9,7 +9,7 @@ import pytest
 
 import neural_models as nm
 from scenes import swap_image
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.pool import ModelPool

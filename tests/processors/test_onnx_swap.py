@@ -13,7 +13,7 @@ from onnx import numpy_helper
 import neural_models as nm
 from scenes import group
 from scenes import swap_image
-from slimfuse.bench.metrics import psnr
+from slimfuse.metrics import psnr
 from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.recognize import normalise

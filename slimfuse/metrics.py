@@ -1,4 +1,4 @@
-"""Image comparison for benchmarks and tests."""
+"""Image comparison (PSNR) for the quality gate, the benchmarks and the tests."""
 from __future__ import annotations
 
 import numpy as np
