@@ -29,6 +29,7 @@ from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
 
 BlendMode = Literal["feather", "poisson"]
+EyeRegion = Literal["source", "target"]
 
 
 def _option(name: str) -> str:
@@ -96,10 +97,14 @@ class SwapOptions:
     """Faces are processed at most at this size, then pasted back at full resolution."""
     keep_mouth: bool = True
     keep_eyes: bool = False
+    eye_region: EyeRegion = "source"
+    """The mesh swapper's eye region: the source's, or the target's whole eye region (its glasses stay in front and
+    a source's glasses never show, at a cost in likeness)."""
     blend: BlendMode = "feather"
 
     def __post_init__(self) -> None:
         _choice(self.face_swapper_model, "face_swapper_model", MODEL_CHOICES["face_swapper_model"])
+        _choice(self.eye_region, "eye_region", get_args(EyeRegion))
         if self.face_swapper_pixel_boost is not None:
             _choice(self.face_swapper_pixel_boost, "face_swapper_pixel_boost", PIXEL_BOOSTS)
         _positive(self.target_face_size, "target_face_size")

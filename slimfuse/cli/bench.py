@@ -1,4 +1,4 @@
-"""`slimfuse bench`: measured tables of speed and memory."""
+"""`slimfuse bench`: measured tables of speed, memory and the mesh swap's quality."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +25,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     optimize.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     add_common_options(optimize)
     _add_memory_parser(kinds)
+    quality = kinds.add_parser("quality", help="how photo-like the embedded mesh swap looks: detail, identity (dlib), "
+                               "colour, mouth, glasses, flicker, on the packaged photos and variations of them")
+    quality.add_argument("--crops", type=Path, default=None, metavar="DIR",
+                         help="also write before/after crops (target, result, both enlarged) to this folder")
+    quality.add_argument("--crop-format", choices=["jpg", "png"], default="jpg", help="file type of the crops")
+    quality.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    add_common_options(quality)
     parser.set_defaults(command=run)
 
 
@@ -63,6 +70,13 @@ def run(args: argparse.Namespace) -> int:
 
         optimize.run(runs=args.runs, json_path=args.json)
         return 0
+    if args.kind == "quality":
+        from slimfuse.bench import quality
+        from slimfuse.cli.common import make_store
+
+        results = quality.run(json_path=args.json, crops=args.crops, crop_format=args.crop_format,
+                              store=make_store(args))
+        return 0 if results.passed else 1
     if args.kind == "video":
         from slimfuse.bench import video
 

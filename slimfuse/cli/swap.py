@@ -121,6 +121,9 @@ def _add_face_options(parser: argparse.ArgumentParser) -> None:
                         help="keep the target's mouth interior (default on)")
     parser.add_argument("--keep-eyes", action=argparse.BooleanOptionalAction,
                         help="keep the target's eyes (default off)")
+    parser.add_argument("--eye-region", metavar="source|target",
+                        help="the mesh swapper's eyes and glasses: the source's (default), or the target's whole eye "
+                        "region, so its glasses stay in front and a source's never show (less likeness)")
     parser.add_argument("--blend", metavar="feather|poisson", help="feathered alpha (default) or Poisson blending")
     parser.add_argument("--execution-thread-count", type=int, metavar="N",
                         help="ONNX Runtime threads per model; 0 (default) = one per core for images, 1 for videos")

@@ -85,7 +85,8 @@ class ChainSpec:
         processors: list[FaceProcessor] = []
         if self.swapper is None:
             swap = config.swap
-            options = MeshSwapOptions(keep_mouth=swap.keep_mouth, keep_eyes=swap.keep_eyes, blend=swap.blend)
+            options = MeshSwapOptions(keep_mouth=swap.keep_mouth, keep_eyes=swap.keep_eyes, eye_region=swap.eye_region,
+                                      blend=swap.blend)
             processors.append(MeshSwapProcessor(topology, options, face_size))
         else:
             try:

@@ -26,9 +26,10 @@ def feather_blend(base: np.ndarray, overlay: np.ndarray, alpha: np.ndarray) -> n
 
 
 def poisson_blend(base: np.ndarray, overlay: np.ndarray, alpha: np.ndarray, threshold: float = 0.5,
-                  feather: bool = True) -> np.ndarray:
+                  feather: bool = True, max_shift: float | None = None) -> np.ndarray:
     """Gradient-domain blend (cv2.seamlessClone, NORMAL_CLONE) of `overlay` into `base` inside the tight mask
     alpha > threshold; with `feather` the result is then alpha-blended over `base` so the mask edge is soft.
+    max_shift: keep only the clone's low-frequency change to `overlay`, clamped to this many levels.
     Pixels with alpha == 0 are exactly `base`."""
     a = np.clip(np.asarray(alpha, dtype=np.float32), 0.0, 1.0)
     mask = (a > threshold).astype(np.uint8) * 255
@@ -44,6 +45,14 @@ def poisson_blend(base: np.ndarray, overlay: np.ndarray, alpha: np.ndarray, thre
     x, y, w, h = cv2.boundingRect(mp)
     center = (x + w // 2, y + h // 2)
     cloned = cv2.seamlessClone(op, bp, mp, center, cv2.NORMAL_CLONE)[pad:-pad, pad:-pad]
+    if max_shift is not None:
+        # Only the clone's smooth colour shift is taken, and no more than `max_shift` levels of it: the gradient
+        # domain then evens out the seam without pulling the face's own shading (and identity) toward the target.
+        o = np.asarray(overlay, dtype=np.float32)
+        diff = cloned.astype(np.float32) - o
+        sigma = max(1.0, 0.02 * max(w, h))
+        diff = cv2.GaussianBlur(diff, (0, 0), sigma)
+        cloned = np.clip(np.rint(o + np.clip(diff, -max_shift, max_shift)), 0, 255).astype(np.uint8)
     if feather:
         return feather_blend(base, cloned, a)
     hard = (a > threshold).astype(np.float32)

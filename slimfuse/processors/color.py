@@ -68,8 +68,55 @@ def low_frequency_gain(warped: np.ndarray, target: np.ndarray, weight: np.ndarra
     return np.exp(log_gain * k).astype(np.float32)
 
 
+def to_opponent(rgb: np.ndarray) -> np.ndarray:
+    """(H, W, 3) RGB in 0..255 -> float32 (luma Y, R - Y, B - Y): linear, so it inverts exactly."""
+    img = np.asarray(rgb, dtype=np.float32)
+    y = img @ _LUMA
+    return np.dstack([y, img[..., 0] - y, img[..., 2] - y])
+
+
+def from_opponent(yc: np.ndarray) -> np.ndarray:
+    y, cr, cb = yc[..., 0], yc[..., 1], yc[..., 2]
+    r, b = y + cr, y + cb
+    g = (y - _LUMA[0] * r - _LUMA[2] * b) / _LUMA[1]
+    return np.dstack([r, g, b])
+
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
 def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarray, sigma: float,
                         strength: float = 1.0, damping: np.ndarray | None = None) -> np.ndarray:
-    """The warped source with the target's low-frequency colour: float32 (H, W, 3) clipped to 0..255."""
-    gain = low_frequency_gain(warped, target, weight, sigma, strength, damping)
-    return np.clip(np.asarray(warped, dtype=np.float32) * gain, 0.0, 255.0)
+    """The warped source with the target's low-frequency colour: float32 (H, W, 3) clipped to 0..255.
+
+    Luma and chroma apart, so no step creates a colour that neither photo has:
+    - luma: the source's times a low-frequency gain (clamped to 1/3..3) toward the target's, damped where asked
+      (lips, eyes);
+    - chroma: the target's low-frequency chroma plus the source's chroma detail (its chroma minus its own low
+      frequencies), scaled down by how much less chroma detail the target's face has (a grey face gets none),
+      and no pixel more colourful than the more colourful of the source pixel and the target's local colour.
+    """
+    src = to_opponent(warped)
+    tgt = to_opponent(target)
+    tb = normalized_blur(tgt, weight, sigma)
+    sb = normalized_blur(src, weight, sigma)
+    k: np.ndarray | np.float32 = np.float32(strength)
+    if damping is not None:
+        k = k * (1.0 - np.clip(np.asarray(damping, dtype=np.float32), 0.0, 1.0))
+    gain = np.exp(np.log(np.clip((tb[..., 0] + 1.0) / (sb[..., 0] + 1.0), _MIN_GAIN, _MAX_GAIN)) * k)
+    y = src[..., 0] * gain
+    w = np.clip(np.asarray(weight, dtype=np.float32), 0.0, None)
+    sel = w > 0.5 * float(w.max())
+    s_detail = src[..., 1:] - sb[..., 1:]
+    t_detail = tgt[..., 1:] - tb[..., 1:]
+    spread_s = float(np.sqrt(np.mean(np.square(s_detail[sel])))) if sel.any() else 0.0
+    spread_t = float(np.sqrt(np.mean(np.square(t_detail[sel])))) if sel.any() else 0.0
+    keep = min(1.0, spread_t / max(spread_s, 1e-3))
+    st = np.float32(strength)
+    low = tb[..., 1:] * st + sb[..., 1:] * (1 - st)
+    c = low + s_detail * np.float32(keep + (1.0 - keep) * (1.0 - float(strength)))
+    limit = np.maximum(np.hypot(src[..., 1], src[..., 2]), np.hypot(tb[..., 1], tb[..., 2]) + 2.0)
+    norm = np.hypot(c[..., 0], c[..., 1])
+    c *= np.minimum(1.0, limit / np.maximum(norm, 1e-6))[..., None]
+    out = from_opponent(np.dstack([y, c]))
+    return np.clip(out, 0.0, 255.0).astype(np.float32)

@@ -1,14 +1,16 @@
 """The mesh swapper as a FaceProcessor: the most frontal source face is the texture for every target face."""
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+import cv2
 import numpy as np
 
 from slimfuse.faces.analyse import frontalness
 from slimfuse.faces.mesh_topology import MeshTopology
 from slimfuse.faces.types import Face
-from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, upright_crop
+from slimfuse.processors.base import CROP_CONTEXT, FaceCrop, Processed, SourcePhoto, upright_crop
 from slimfuse.processors.mesh_swap import MeshSwapOptions, MeshSwapper, SourceFace
 
 
@@ -20,12 +22,15 @@ class MeshSwapProcessor:
         self.generator_models: tuple[str, ...] = ()
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> SourceFace:
+        # The source photo itself (prepare_source cuts it out on whole pixels and scales it only when the face is
+        # larger than the swapper's limit): its texture is resampled once, by the warp onto the target.
         best = max(sources, key=lambda photo: frontalness(photo.face))
-        crop = upright_crop(best.image, best.face, self.max_face_size)
-        return self.swapper.prepare_source(crop.image, crop.landmarks)
+        if best.face.landmarks is None:
+            raise ValueError("the source face has no landmarks")
+        return self.swapper.prepare_source(best.image, best.face.landmarks)
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
-        return upright_crop(frame, face, self.max_face_size)
+        return exact_crop(frame, face, self.max_face_size)
 
     def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]:
         if not isinstance(prepared, SourceFace):
@@ -35,3 +40,23 @@ class MeshSwapProcessor:
             image, alpha = self.swapper.swap_crop(crop.image, crop.landmarks, prepared)
             results.append(Processed(image=image, alpha=alpha))
         return results
+
+
+def exact_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
+    """The face's crop on whole pixels when the face needs no scaling (a copy: no resampling, and paste_back's
+    inverse is exact too); otherwise the scaled `upright_crop`."""
+    if face.landmarks is None:
+        raise ValueError("the face has no landmarks")
+    points = face.landmarks[:, :2]
+    low, high = points.min(0), points.max(0)
+    extent = float(max(high - low))
+    if extent > max_face_size:
+        return upright_crop(frame, face, max_face_size)
+    size = max(8, int(math.ceil(CROP_CONTEXT * extent)))
+    x0, y0 = (int(math.floor(v)) for v in (low + high) / 2 - size / 2)
+    matrix = np.array([[1.0, 0.0, -x0], [0.0, 1.0, -y0]], dtype=np.float64)
+    image = cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
+    landmarks = face.landmarks.astype(np.float32).copy()
+    landmarks[:, 0] -= x0
+    landmarks[:, 1] -= y0
+    return FaceCrop(image=image, landmarks=landmarks, crop_from_frame=matrix)

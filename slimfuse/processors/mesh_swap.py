@@ -50,12 +50,22 @@ class MeshSwapOptions:
 
     keep_mouth: bool = True  # keep the target's mouth interior (inside the inner lip line)
     keep_eyes: bool = False  # keep the target's eyes (inside the eyelid rings)
+    eye_region: Literal["source", "target"] = "source"  # "target": the target's whole eye region (where glasses
+    # sit, temples included) stays: its glasses stay in front and a source's glasses never show
+    glasses_reach: float = 0.06  # how far that region reaches past the eyelid rings
     blend: Literal["feather", "poisson"] = "feather"
+    poisson_max_shift: float = 12.0  # Poisson blending moves the colour-corrected face by at most this (levels)
     mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
     mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
     mask_feather: float = 0.08  # width of the alpha ramp at the face edge
     hole_feather: float = 0.02  # width of the alpha ramp at a kept mouth / kept eyes
+    closed_mouth: float = 0.015  # a mouth whose inner-lip opening is below this (of the face size) is closed
+    pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
+    lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
+    eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
+    detail_transfer: float = 0.6  # share of the target's finest detail carried into a smaller (magnified) source
+    detail_limit: float = 1000.0  # ... with a soft limit (levels) on its amplitude: texture passes, edges stay faint
     color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
     color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
     feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
@@ -65,11 +75,13 @@ class MeshSwapOptions:
     shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
     max_shape_shift: float = 0.08  # no vertex moves more than this
     max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
-    interpolation: Literal["linear", "cubic"] = "linear"
+    interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
 
     def __post_init__(self) -> None:
         if self.blend not in ("feather", "poisson"):
             raise ValueError(f"blend must be 'feather' or 'poisson', not {self.blend!r}")
+        if self.eye_region not in ("source", "target"):
+            raise ValueError(f"eye_region must be 'source' or 'target', not {self.eye_region!r}")
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma"):
@@ -126,6 +138,23 @@ class SourceFace:
             for lv in levels:
                 lv.setflags(write=False)
             object.__setattr__(self, "levels", tuple(levels))
+        object.__setattr__(self, "_upsampled", {})
+
+    @staticmethod
+    def magnified(ratio: float) -> int:
+        """The upsampling factor (1, 2 or 4) for a target face `ratio` times the source face's size."""
+        return 1 if ratio < 1.3 else 2 if ratio < 2.6 else 4
+
+    def upsampled(self, factor: int) -> np.ndarray:
+        """The source image magnified `factor` times with Lanczos (made once, then cached); pixel centres map as
+        x' = (x + 0.5) * factor - 0.5."""
+        cache: dict[int, np.ndarray] = self._upsampled  # type: ignore[attr-defined]
+        if factor not in cache:
+            img = self.image
+            big = cv2.resize(img, (img.shape[1] * factor, img.shape[0] * factor), interpolation=cv2.INTER_LANCZOS4)
+            big.setflags(write=False)
+            cache[factor] = big
+        return cache[factor]
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,6 +210,9 @@ class MeshSwapper:
             for name in ("left_eye", "right_eye"):
                 weight = np.minimum(weight, mask_ops.smoothstep(_ring_distance(tri, n, self._rings[name]) / 2))
         self._shape_weight = weight.astype(np.float64)
+        # A closed target mouth under an open source mouth keeps the target's lips: the shift is 0 on them too.
+        lips = mask_ops.smoothstep(_ring_distance(tri, n, self._rings["lips_outer"]) / 2)
+        self._shape_weight_lips = np.minimum(weight, lips).astype(np.float64)
 
     # ------------------------------------------------------------------------------------------ source
 
@@ -228,7 +260,8 @@ class MeshSwapper:
             return out, alpha_full
         x0, y0, x1, y1 = layers.box
         if self.options.blend == "poisson":
-            blended = blend_ops.poisson_blend(layers.base, layers.corrected, layers.alpha)
+            blended = blend_ops.poisson_blend(layers.base, layers.corrected, layers.alpha,
+                                               max_shift=self.options.poisson_max_shift)
         else:
             blended = blend_ops.feather_blend(layers.base, layers.corrected, layers.alpha)
         region = crop[y0:y1, x0:x1]
@@ -258,12 +291,19 @@ class MeshSwapper:
             return None
         rh, rw = y1 - y0, x1 - x0
 
-        # Source pyramid level close to (not below) the target's scale.
+        # Source pyramid level close to (not below) the target's scale; a source face smaller than the target's
+        # is magnified once (Lanczos, cached on the SourceFace) and then warped with a sharp kernel.
         span = lt[:, :2].max(0) - lt[:, :2].min(0)
         ratio = float(max(span.max(), 1.0)) / max(source.face_size, 1.0)
         level = 0 if ratio >= 1.0 else int(min(math.floor(math.log2(1.0 / ratio)), len(source.levels) - 1))
-        src_img = source.levels[level]
-        ls = source.landmarks * np.float32(0.5**level)
+        up = source.magnified(ratio) if level == 0 else 1
+        if up > 1:
+            src_img = source.upsampled(up)
+            ls = (source.landmarks + np.float32(0.5)) * np.float32(up) - np.float32(0.5)
+            ls[:, 2] = source.landmarks[:, 2] * np.float32(up)
+        else:
+            src_img = source.levels[level]
+            ls = source.landmarks * np.float32(0.5**level)
 
         vt = self._with_hole_centres(lt)
         vs = self._with_hole_centres(ls)
@@ -286,12 +326,14 @@ class MeshSwapper:
             return None
 
         # Per-triangle affine maps from target (ROI) pixels to source pixels and to the shape-transfer shift.
-        shift_v = self._vertex_shift(vt_roi, vs, size) if opt.shape_transfer > 0 else None
+        keep_lips = opt.keep_mouth and self._closed(lt, frame) and not self._closed(
+            ls, mask_ops.face_frame(ls, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"]))
+        shift_v = self._vertex_shift(vt_roi, vs, size, keep_lips) if opt.shape_transfer > 0 else None
         coef_src, coef_shift = _affine_tables(tris, vt_roi, vs, shift_v, drawable)
 
-        trust_px = self._texture_trust(ids, area2_t, area2_s, (ratio * 2.0**level) ** 2, size)
+        trust_px = self._texture_trust(ids, area2_t, area2_s, (ratio * 2.0**level / up) ** 2, size)
         outer = self._outer_mask(ids, front, frame, (x0, y0), (rh, rw))
-        keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw))
+        keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw), keep_lips)
 
         # Where each output pixel looks on the target mesh: itself, or (shape transfer) the point the smooth
         # shift field moves onto it. The shift fades out with the outer mask, so nothing moves where the
@@ -302,7 +344,7 @@ class MeshSwapper:
         moved = np.zeros((rh, rw), dtype=bool)
         px, py = gx, gy
         if coef_shift is not None:
-            tri_moves = np.concatenate([[False], np.abs(coef_shift[1:]).max(axis=1) > 0])
+            tri_moves = np.concatenate([[False], np.abs(coef_shift[1:]).max(axis=1) > 1e-6])
             moved = tri_moves[ids] & (outer > 0)
             if moved.any():
                 cs = coef_shift[ids]
@@ -346,6 +388,18 @@ class MeshSwapper:
             warped, target_roi, weight, opt.color_sigma * frame.eye_distance, opt.color_strength,
             damping * np.float32(opt.feature_color_damping))
 
+        # Fine detail: a source face smaller than the target's lacks the target's finest band (skin texture at
+        # the pore scale); the target's own band is carried in, on skin only, in luma only.
+        magnify = ratio * 2.0**level
+        k_detail = opt.detail_transfer * float(np.clip(magnify - 1.0, 0.0, 1.0))
+        if k_detail > 0:
+            luma = target_roi.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
+            band = luma - cv2.GaussianBlur(luma, (0, 0), 0.5 * magnify)
+            # Texture, not edges: the band is limited so the target's wrinkles, rims and feature edges stay faint.
+            lim = np.float32(opt.detail_limit)
+            band = np.float32(k_detail) * band * lim / (lim + np.abs(band)) * (1.0 - not_skin)
+            corrected = np.clip(corrected + band[..., None], 0.0, 255.0)
+
         return SwapLayers(
             box=(x0, y0, x1, y1), base=np.ascontiguousarray(target_roi), warped=warped, corrected=corrected,
             alpha=alpha, changed=alpha_out, color_weight=weight, level=level)
@@ -376,26 +430,50 @@ class MeshSwapper:
             shape, origin, frame, opt.mask_erode * size, opt.mask_erode_top * size, opt.mask_erode_bottom * size)
         return mask_ops.eroded_feather(coverage, erosion, opt.mask_feather * size)
 
-    def _feature_masks(self, vt_roi: np.ndarray, frame: mask_ops.FaceFrame,
-                       shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _feature_masks(self, vt_roi: np.ndarray, frame: mask_ops.FaceFrame, shape: tuple[int, int],
+                       keep_lips: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Kept target regions (mouth interior, eyes), and where the facial features are (not skin, for the
-        colour statistics; damping, where the colour gain is damped)."""
+        colour statistics; damping, where the colour gain is damped). keep_lips: the target's mouth is closed
+        and the source's open: the target's lips stay whole (a closed mouth, its seam, no teeth squeezed in)."""
         opt, rings, size = self.options, self._rings, frame.size
-        keep_polys = []
-        if opt.keep_mouth:
-            keep_polys.append(vt_roi[rings["lips_inner"], :2])
-        if opt.keep_eyes:
-            keep_polys += [vt_roi[rings["left_eye"], :2], vt_roi[rings["right_eye"], :2]]
         keep = np.zeros(shape, np.float32)
-        for poly in keep_polys:
-            # The soft edge is at most half the opening: a closed mouth keeps only its thin seam.
+        if keep_lips:
+            keep = mask_ops.soft_polygons(shape, [vt_roi[rings["lips_inner"], :2]], opt.lips_keep_grow * size,
+                                          max(1.5, opt.hole_feather * size))
+        elif opt.keep_mouth:
+            poly = vt_roi[rings["lips_inner"], :2]
+            # The soft edge is at most half the opening: a closed mouth keeps only its seam.
             hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * _opening(poly, frame.down)))
-            keep = np.maximum(keep, mask_ops.soft_polygons(shape, [poly], 0.25 * hole_f, hole_f))
+            keep = mask_ops.soft_polygons(shape, [poly], 0.25 * hole_f, hole_f)
+        if opt.eye_region == "target":
+            keep = np.maximum(keep, self._glasses_zone(vt_roi, size, shape))
+        if opt.keep_eyes:
+            # The eye with its lids and lashes: the blend edge lies on skin, not on the (often red) lid rims.
+            grow = opt.eye_keep_grow * size
+            hole_f = max(1.0, opt.hole_feather * size)
+            for name in ("left_eye", "right_eye"):
+                keep = np.maximum(keep, mask_ops.soft_polygons(shape, [vt_roi[rings[name], :2]], grow, hole_f))
         feature_polys = [vt_roi[rings[k], :2] for k in ("lips_outer", "left_eye", "right_eye")]
         feature_sd = mask_ops.polygons_signed_distance(shape, feature_polys, 0.04 * size)
         not_skin = mask_ops.soft_from_distance(shape, feature_sd, 0.02 * size, 0.03 * size)
         damping = mask_ops.soft_from_distance(shape, feature_sd, 0.005 * size, 0.02 * size)
         return keep, not_skin, damping
+
+    def _glasses_zone(self, v: np.ndarray, size: float, shape: tuple[int, int]) -> np.ndarray:
+        """Where glasses sit (eye_region="target"): around both eyes, over the bridge of the nose and along the
+        temples to the face's sides, soft-edged; the target's pixels stay there, its glasses in front."""
+        zone = np.zeros(shape, np.uint8)
+        one = 1 << _SHIFT
+        for name in ("left_eye", "right_eye"):
+            ring = np.round(v[self._rings[name], :2] * one).astype(np.int32)
+            cv2.fillPoly(zone, [ring], 255, cv2.LINE_8, _SHIFT)
+        thick = max(2, int(round(0.07 * size)))
+        for a, b in ((133, 362), (33, 234), (263, 454), (33, 133), (263, 362)):
+            pa, pb = np.round(v[a, :2]).astype(int), np.round(v[b, :2]).astype(int)
+            cv2.line(zone, (int(pa[0]), int(pa[1])), (int(pb[0]), int(pb[1])), 255, thick)
+        grow = max(1, int(round(self.options.glasses_reach * size)))
+        zone = cv2.dilate(zone, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
+        return mask_ops.eroded_feather(zone, 0.0, max(1.0, self.options.hole_feather * size * 1.5))
 
     def _rasterise(self, v: np.ndarray, drawable: np.ndarray, front: np.ndarray,
                    shape: tuple[int, int]) -> np.ndarray:
@@ -414,7 +492,11 @@ class MeshSwapper:
             fill(ids, polygons[i], i + 1, cv2.LINE_8, _SHIFT)
         return ids
 
-    def _vertex_shift(self, vt: np.ndarray, vs: np.ndarray, size: float) -> np.ndarray:
+    def _closed(self, lm: np.ndarray, frame: mask_ops.FaceFrame) -> bool:
+        """Whether the mouth of this mesh is closed (its inner-lip opening under `closed_mouth` of the face)."""
+        return _opening(lm[self._rings["lips_inner"], :2], frame.down) < self.options.closed_mouth * frame.size
+
+    def _vertex_shift(self, vt: np.ndarray, vs: np.ndarray, size: float, keep_lips: bool = False) -> np.ndarray:
         """Shape transfer: per-vertex 2-D shift (V, 2) of the target mesh toward the source's proportions.
 
         The source mesh is aligned to the target's in 3-D (similarity: rotation, scale, translation, so a
@@ -425,7 +507,8 @@ class MeshSwapper:
         src = vs[:n].astype(np.float64)
         dst = vt[:n].astype(np.float64)
         aligned = _similarity_align(src, dst)
-        d = (aligned[:, :2] - dst[:, :2]) * (self.options.shape_transfer * self._shape_weight)[:, None]
+        weight = self._shape_weight_lips if keep_lips and self.options.pin_closed_lips else self._shape_weight
+        d = (aligned[:, :2] - dst[:, :2]) * (self.options.shape_transfer * weight)[:, None]
         limit = self.options.max_shape_shift * size
         norm = np.hypot(d[:, 0], d[:, 1])
         d *= np.minimum(1.0, limit / np.maximum(norm, 1e-9))[:, None]

@@ -307,3 +307,111 @@ def test_options_are_validated() -> None:
         MeshSwapOptions(mask_feather=0)
     with pytest.raises(ValueError):
         MeshSwapOptions(shape_transfer=-0.1)
+
+
+# ------------------------------------------------------------------------------------------ photo-likeness
+
+def pipeline_swap(topology: MeshTopology, faces: dict, pool: ModelPool, source: str, target: str,
+                  options: MeshSwapOptions = MeshSwapOptions()) -> np.ndarray:
+    """The pipeline's way: MeshSwapProcessor's prepare / crop / process, then paste_back."""
+    from slimfuse.faces.analyse import FaceAnalyser
+    from slimfuse.processors.base import SourcePhoto
+    from slimfuse.processors.mesh_processor import MeshSwapProcessor
+
+    analyser = FaceAnalyser(pool)
+    processor = MeshSwapProcessor(topology, options, 512)
+    s, t = faces[source][0], faces[target][0]
+    prepared = processor.prepare([SourcePhoto(image=s, face=analyser.faces(s)[0])])
+    crop = processor.crop(t, analyser.faces(t)[0])
+    result = processor.process([crop], prepared)[0]
+    return paste_back(t, result.image, result.alpha, crop.crop_from_frame)
+
+
+def test_a_photo_swapped_onto_itself_is_not_resampled(topology, faces, pool) -> None:
+    """The crop is cut on whole pixels and the source texture sampled once: nothing blurs."""
+    for name in ("grace_hopper", "astronaut"):
+        out = pipeline_swap(topology, faces, pool, name, name)
+        frame = faces[name][0]
+        assert np.abs(out.astype(int) - frame.astype(int)).max() <= 2, name
+
+
+def test_a_small_source_is_magnified_once_with_lanczos(topology, faces) -> None:
+    swapper = MeshSwapper(topology)
+    src = swapper.prepare_source(*faces["astronaut"])  # about 105 px, into a 200 px face
+    crop, lm, _ = face_crop(*faces["grace_hopper"], factor=1.6)
+    layers = swapper.layers(crop, lm, src)
+    assert layers is not None and layers.level == 0
+    big = src.upsampled(2)
+    assert big.shape[:2] == (2 * src.image.shape[0], 2 * src.image.shape[1])
+    assert src.upsampled(2) is big  # made once
+    # sharper than the old bilinear warp straight from the small source
+    old = MeshSwapper(topology, MeshSwapOptions(interpolation="linear", detail_transfer=0.0))
+    plain = old.layers(crop, lm, SourceFace(image=src.image, landmarks=src.landmarks))
+    assert plain is not None
+    sel = layers.alpha > 0.9
+
+    def fine(img: np.ndarray) -> float:
+        g = cv2.cvtColor(np.ascontiguousarray(img), cv2.COLOR_RGB2GRAY).astype(np.float32)
+        return float(cv2.Laplacian(g, cv2.CV_32F)[sel].var())
+
+    assert fine(layers.warped) > fine(plain.warped)
+
+
+def test_closed_target_mouth_keeps_its_seam_under_an_open_source(topology, faces) -> None:
+    """astronaut (open smile) onto grace_hopper (closed): the target's seam stays, no squeezed teeth."""
+    swapper = MeshSwapper(topology)
+    src = swapper.prepare_source(*faces["astronaut"])
+    crop, lm, _ = face_crop(*faces["grace_hopper"])
+    layers = swapper.layers(crop, lm, src)
+    assert layers is not None
+    bx, by = layers.box[:2]
+    alpha = np.zeros(crop.shape[:2], np.float32)
+    alpha[by:layers.box[3], bx:layers.box[2]] = layers.alpha  # the source's weight (not pixels only moved)
+    inner = lm[list(topology.lips_inner), :2]
+    sd = polygons_signed_distance(alpha.shape, [inner], 4)
+    assert sd is not None
+    signed, (x0, y0) = sd
+    seam = np.zeros(alpha.shape, dtype=bool)
+    seam[y0:y0 + signed.shape[0], x0:x0 + signed.shape[1]] = signed >= -1
+    assert seam.sum() > 20
+    assert alpha[seam].mean() < 0.1
+
+
+def test_grey_target_stays_grey(topology, faces) -> None:
+    swapper = MeshSwapper(topology)
+    src = swapper.prepare_source(*faces["grace_hopper"])
+    crop, lm, _ = face_crop(*faces["astronaut"])
+    grey = cv2.cvtColor(cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+    out, alpha = swapper.swap_crop(grey, lm, src)
+    c = out.astype(int).max(axis=2) - out.astype(int).min(axis=2)
+    assert (alpha > 0.5).sum() > 1000 and c[alpha > 0].max() <= 5
+
+
+def test_color_transfer_never_creates_chroma() -> None:
+    rng = np.random.default_rng(3)
+    warped = np.clip(np.full((48, 48, 3), (180, 120, 100), np.float32) + rng.normal(0, 12, (48, 48, 3)), 0, 255)
+    target = np.full((48, 48, 3), 140, np.float32)
+    out = color_ops.match_low_frequency(warped, target, np.ones((48, 48), np.float32), 6.0)
+    assert (out.max(axis=2) - out.min(axis=2)).max() < 3
+    # a colour target: the source's chroma detail stays, never beyond what either image has
+    target2 = np.full((48, 48, 3), (200, 150, 120), np.float32)
+    out2 = color_ops.match_low_frequency(warped, target2, np.ones((48, 48), np.float32), 6.0)
+    lim = np.maximum(warped.max(axis=2) - warped.min(axis=2), 80) + 6
+    assert np.all(out2.max(axis=2) - out2.min(axis=2) <= lim)
+    assert np.abs(out2.mean((0, 1)) - target2.mean((0, 1))).max() < 4
+
+
+def test_eye_region_target_keeps_the_target_around_the_eyes(topology, faces) -> None:
+    frame, lm = faces["grace_hopper"]  # she wears glasses: they stay
+    crop, crop_lm, _ = face_crop(frame, lm)
+    swapper = MeshSwapper(topology, MeshSwapOptions(eye_region="target"))
+    layers = swapper.layers(crop, crop_lm, swapper.prepare_source(*faces["astronaut"]))
+    assert layers is not None
+    bx, by = layers.box[:2]
+    for ring in (topology.left_eye, topology.right_eye):
+        centre = np.rint(crop_lm[list(ring), :2].mean(0)).astype(int)
+        assert layers.alpha[centre[1] - by, centre[0] - bx] == 0
+    nose = np.rint(crop_lm[1, :2]).astype(int)
+    assert layers.alpha[nose[1] - by, nose[0] - bx] > 0.99
+    with pytest.raises(ValueError):
+        MeshSwapOptions(eye_region="none")  # type: ignore[arg-type]
