@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slimfuse.errors import UsageError
-from slimfuse.faces.detect import BLAZEFACE_MODELS, SPECS, FaceDetector
+from slimfuse.faces.blazeface import BLAZEFACE_MODELS, SPECS, FaceDetector
 from slimfuse.faces.recognize import RECOGNIZERS
 from slimfuse.models.store import Notify, Store
 from slimfuse.models.neural.detectors import DETECTOR_NAMES

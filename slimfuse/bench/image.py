@@ -21,7 +21,7 @@ from PIL import Image
 from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
-from slimfuse.faces.detect import SPECS
+from slimfuse.faces.blazeface import SPECS
 from slimfuse.faces.identity import IdentityModel
 from slimfuse.media.image_io import compose_output, read_image, write_image_atomic
 from slimfuse.samples import sample_path

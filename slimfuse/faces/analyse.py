@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector
-from slimfuse.faces.detect_onnx import NeuralDetectorOptions, NeuralFaceDetector, detector_spec
+from slimfuse.faces.blazeface import SPECS, DetectorOptions, FaceDetector
+from slimfuse.faces.neural_detect import NeuralDetectorOptions, NeuralFaceDetector, detector_spec
 from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.faces.track import Detector
 from slimfuse.faces.types import Face

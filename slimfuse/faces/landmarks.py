@@ -12,7 +12,7 @@ from dataclasses import replace
 import cv2
 import numpy as np
 
-from slimfuse.faces.detect import Session
+from slimfuse.faces.blazeface import Session
 from slimfuse.faces.geometry import apply_affine, invert_affine, rotated_square
 from slimfuse.faces.types import Face
 

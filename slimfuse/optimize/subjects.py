@@ -4,7 +4,7 @@ A subject holds the inputs a model takes on the calibration faces (`feeds`, also
 calibrates on) and measures a variant against the original on them (`measure`), with the metric of the model's
 kind (see slimfuse.models.spec.METRICS):
 - landmarkers: mean landmark error in pixels of the model's crop (FaceMesh's 192 px crop, the iris model's 64 px);
-- detectors: the project's own decoding and merging (slimfuse.faces.detect, slimfuse.faces.detect_onnx) on
+- detectors: the project's own decoding and merging (slimfuse.faces.blazeface, slimfuse.faces.neural_detect) on
   both models, then box IoU, recall and precision;
 - recognisers and embedding converters: cosine similarity of the output vectors;
 - swappers, enhancers, frame enhancers and occluders: PSNR and SSIM of the generated image, and for faces the
@@ -23,8 +23,8 @@ import numpy as np
 
 from slimfuse.errors import UsageError
 from slimfuse.faces.align import five_points, landmarks_in_crop, warp_face
-from slimfuse.faces.detect import SPECS, DetectorOptions, FaceDetector, Session
-from slimfuse.faces.detect import letterbox as blazeface_letterbox
+from slimfuse.faces.blazeface import SPECS, DetectorOptions, FaceDetector, Session
+from slimfuse.faces.blazeface import letterbox as blazeface_letterbox
 from slimfuse.faces.geometry import rotated_square
 from slimfuse.faces.landmarks import LEFT_EYE_OUTER, MESH_SIZE, RIGHT_EYE_OUTER, crop_from_landmarks
 from slimfuse.faces.types import Face
@@ -282,7 +282,7 @@ def _blazeface_subject(context: SubjectContext, key: str) -> DetectorSubject:
 
 
 def _neural_detector_subject(context: SubjectContext, name: str) -> DetectorSubject:
-    from slimfuse.faces.detect_onnx import NeuralFaceDetector, detector_spec, letterbox
+    from slimfuse.faces.neural_detect import NeuralFaceDetector, detector_spec, letterbox
 
     spec = detector_spec(name)
     return DetectorSubject([item.image for item in context.images], lambda session: NeuralFaceDetector(session, spec),

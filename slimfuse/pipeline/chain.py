@@ -26,7 +26,7 @@ from slimfuse.pipeline.reuse import ReuseCache, Slot
 from slimfuse.processors.base import FaceCrop, FaceProcessor, SourcePhoto
 from slimfuse.processors.blend import paste_back
 from slimfuse.processors.enhance import EnhanceProcessor
-from slimfuse.processors.face_masks import FaceMasker
+from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.mesh_swap import MeshSwapOptions

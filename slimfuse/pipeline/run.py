@@ -15,7 +15,7 @@ import numpy as np
 from slimfuse.config import RunConfig
 from slimfuse.errors import NoSourceFaceError, NoTargetFaceError
 from slimfuse.faces.analyse import FaceAnalyser
-from slimfuse.faces.detect import DetectorOptions
+from slimfuse.faces.blazeface import DetectorOptions
 from slimfuse.faces.recognize import Recognizer, build_recognizer, recognizer_models
 from slimfuse.faces.select import FaceSelector
 from slimfuse.faces.types import Face

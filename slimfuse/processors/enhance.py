@@ -18,7 +18,7 @@ from slimfuse.models.neural.enhancers import ENHANCER_INPUT, WEIGHT_INPUT
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import to_images, to_tensor
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
-from slimfuse.processors.face_masks import FaceMasker
+from slimfuse.processors.paste_masks import FaceMasker
 
 
 class EnhanceProcessor:

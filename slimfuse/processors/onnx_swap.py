@@ -4,7 +4,7 @@ crop: the target face aligned to the model's template at the model's size (times
 prepare: the source identity the model takes (see slimfuse.models.neural.swappers): the ArcFace embedding of the
 source photos (through the emap or an embedding converter where the model needs it), or a picture of the
 source face. process: all crops of a frame (and all pixel-boost sub-images) in batches where the model's batch
-axis allows, one by one where it does not; the alpha is the run's face masks (`face_masks.FaceMasker`; a run's
+axis allows, one by one where it does not; the alpha is the run's face masks (`paste_masks.FaceMasker`; a run's
 default is the crop's blurred box and the mesh's face oval). Sessions and the emap come from the pool; nothing
 here reads files or parses options.
 """
@@ -26,7 +26,7 @@ from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_images, to_tensor
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
-from slimfuse.processors.face_masks import FaceMasker
+from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.pixel_boost import boost_factor, explode, implode
 
 EMAP_BYTES = 512 * 512 * 4

@@ -18,7 +18,7 @@ from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
-from slimfuse.processors.face_masks import FaceMasker
+from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.mask_types import MaskOptions, box_mask, crop_masks, mesh_mask, padding_from
 from slimfuse.processors.occlusion import Occluder, OccluderOptions
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor

@@ -6,7 +6,7 @@ import pytest
 
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, group, rotated, small_face_on_4k
 from slimfuse.faces.analyse import FaceAnalyser
-from slimfuse.faces.detect import DetectorOptions
+from slimfuse.faces.blazeface import DetectorOptions
 from slimfuse.faces.geometry import iou
 from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distance
 from slimfuse.models.pool import ModelPool

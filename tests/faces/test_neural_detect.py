@@ -16,7 +16,7 @@ from onnx import helper, numpy_helper
 
 import neural_models as nm
 from scenes import ASTRONAUT_FACE, GRACE_HOPPER_FACE, place
-from slimfuse.faces.detect_onnx import (
+from slimfuse.faces.neural_detect import (
     Detection, NeuralDetectorOptions, NeuralFaceDetector, detector_spec, letterbox, six_keypoints,
 )
 

@@ -14,7 +14,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from slimfuse.faces.detect import Session, drop_cut_faces, tiles, weighted_nms
+from slimfuse.faces.blazeface import Session, drop_cut_faces, tiles, weighted_nms
 from slimfuse.faces.types import Face
 from slimfuse.models.neural.detectors import DETECTORS
 
