@@ -48,7 +48,7 @@ MODEL_CHOICES: dict[str, ModelChoices] = {
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("swap", help="swap faces in an image",
+    parser = commands.add_parser("swap", help="swap faces in images and videos",
                                  description="Put the face of SOURCE onto the faces of TARGET and write OUTPUT.")
     parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+", required=True,
                         metavar="SOURCE", help="one or more photos of the same person")
