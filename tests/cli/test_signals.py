@@ -6,14 +6,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import av
 import numpy as np
 import pytest
+from processes import catches_sigterm, has_loaded, read_until, wait_for
 
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import main
@@ -51,32 +50,6 @@ def console_script() -> list[str]:
 
 LAUNCHERS = {"python -m": [sys.executable, "-m", "slimfuse"], "console script": console_script(),
              "started with SIGINT ignored": [sys.executable, "-c", IGNORING_SIGINT, sys.executable, "-m", "slimfuse"]}
-
-
-def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + 120
-    while not condition():
-        assert process.poll() is None, f"the run ended before {what}"
-        assert time.monotonic() < deadline, f"no {what} within 120 s"
-        time.sleep(0.005)
-
-
-def catches_sigterm(pid: int) -> bool:
-    """slimfuse's handling is in place: Python alone never catches SIGTERM (SigCgt is a mask of caught signals)."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    caught = int(next(line for line in status.splitlines() if line.startswith("SigCgt:")).split()[1], 16)
-    return bool(caught >> (signal.SIGTERM - 1) & 1)
-
-
-def has_loaded(pid: int, library: str) -> bool:
-    return library in Path(f"/proc/{pid}/maps").read_text()
-
-
-def read_until(stream: object, marker: str) -> bool:
-    for line in stream:  # type: ignore[attr-defined]
-        if marker in line:
-            return True
-    return False
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from processes import wait_for
 
 from slimfuse.cli.main import main
 from slimfuse.errors import EXIT_CODES
@@ -121,8 +121,8 @@ def test_success_prints_the_output_path(capsys: pytest.CaptureFixture[str], tmp_
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path, inputs: dict[str, Path]) -> None:
-    """A real SIGINT to a real process in the middle of a large job."""
+def test_ctrl_c_while_the_output_is_written_leaves_nothing(tmp_path: Path, inputs: dict[str, Path]) -> None:
+    """A real SIGINT to a real process while it writes a large output under its temporary name."""
     big = tmp_path / "big.png"
     Image.fromarray(np.tile(np.asarray(Image.open(inputs["target"]).convert("RGB")), (6, 8, 1))).save(big)
     output = tmp_path / "out.png"
@@ -131,10 +131,13 @@ def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path, inputs: dict[str,
          "--face-selector-mode", "many"],
         stderr=subprocess.PIPE, text=True,
     )
-    time.sleep(2.0)  # past start-up, inside the work
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    try:
+        wait_for(lambda: any(tmp_path.glob(".out.png.*.part")), process, "temporary output")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
     assert process.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "slimfuse: interrupted; no output was written"
+    assert err.strip().splitlines() == ["slimfuse: interrupted; no output was written"]
     assert not output.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png", "in"]  # no temporary file left either
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png", "in"]  # the temporary file went too
