@@ -1,12 +1,12 @@
 """Stand-in ONNX models for tests without the real weights, built with onnx.helper.
 
-Each has exactly the input and output names and shapes of its catalog entry (slimfuse.models.neural), so the
-same code paths run as with the real files: an identity swapper that gives back its target (with `source_tint`,
-plus a tint per channel computed from the source it is fed, `tint_of`, so a test sees which source reached the
-model), an inswapper-shaped graph whose last initializer is a 512 x 512 emap, an identity enhancer, a CodeFormer with its `weight` input, a
-recogniser that returns a fixed projection of its input, and an embedding converter; detectors whose outputs
-are planted faces (`planted_detector`), occluders and face parsers with a known answer (`occluder`, `face_parser`),
-and super-resolution stand-ins that resize (`resize_enhancer`).
+Each has exactly the input and output names and shapes of its catalog entry (slimfuse.models.neural), so the same
+code paths run as with the real files: an identity swapper that gives back its target (with `source_tint`, plus a
+tint per channel computed from the source it is fed, `tint_of`, so a test sees which source reached the model), an
+inswapper-shaped graph whose last initializer is a 512 x 512 emap, an identity enhancer, a CodeFormer with its
+`weight` input, a recogniser that returns a fixed projection of its input, and an embedding converter; detectors
+whose outputs are planted faces (`planted_detector`), occluders and face parsers with a known answer (`occluder`,
+`face_parser`), and super-resolution stand-ins that resize (`resize_enhancer`).
 
 `free_batch=True` turns every leading 1 into a named axis, for the batched code paths.
 """

@@ -140,7 +140,10 @@ def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None
     if icc_profile and fmt in ("JPEG", "PNG", "WEBP"):
         options["icc_profile"] = icc_profile
     parent = path.parent if str(path.parent) else Path(".")
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=parent)
+    except OSError as exc:  # a folder that refuses new files, a name too long, ...
+        raise _write_error(path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             image.save(handle, **options)
@@ -149,12 +152,16 @@ def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None
         os.replace(temp_name, path)
     except OSError as exc:
         _remove_quietly(temp_name)
-        if exc.errno == errno.ENOSPC:
-            raise NoSpaceError(path) from exc
-        raise OutputUnwritableError(path, f"cannot write the output ({exc.strerror or exc})") from exc
+        raise _write_error(path, exc) from exc
     except BaseException:
         _remove_quietly(temp_name)
         raise
+
+
+def _write_error(path: Path, exc: OSError) -> NoSpaceError | OutputUnwritableError:
+    if exc.errno == errno.ENOSPC:
+        return NoSpaceError(path)
+    return OutputUnwritableError(path, f"cannot write the output ({exc.strerror or exc})")
 
 
 def _remove_quietly(name: str) -> None:
