@@ -51,27 +51,28 @@ def inputs(tmp_path: Path, grace_hopper_path: Path, astronaut_path: Path) -> dic
 
 
 CASES = [
-    ("missing source", lambda i: ["-s", str(i["folder"] / "absent.jpg"), "-t", str(i["target"])], 3, "absent.jpg"),
-    ("directory as source", lambda i: ["-s", str(i["folder"]), "-t", str(i["target"])], 4, "in"),
-    ("empty target", lambda i: ["-s", str(i["source"]), "-t", str(i["empty"])], 5, "empty.jpg"),
-    ("truncated target", lambda i: ["-s", str(i["source"]), "-t", str(i["truncated"])], 6, "truncated.jpg"),
-    ("corrupt source", lambda i: ["-s", str(i["corrupt"]), "-t", str(i["target"])], 6, "corrupt.png"),
-    ("text target", lambda i: ["-s", str(i["source"]), "-t", str(i["text"])], 7, "notes.txt"),
-    ("no face in source", lambda i: ["-s", str(i["no_face"]), "-t", str(i["target"])], 8, "sky.png"),
-    ("no face in target", lambda i: ["-s", str(i["source"]), "-t", str(i["no_face"])], 9, "sky.png"),
+    ("missing source", lambda i: ["-s", str(i["folder"] / "absent.jpg"), "-t", str(i["target"])], 3,
+     lambda i: i["folder"] / "absent.jpg"),
+    ("directory as source", lambda i: ["-s", str(i["folder"]), "-t", str(i["target"])], 4, lambda i: i["folder"]),
+    ("empty target", lambda i: ["-s", str(i["source"]), "-t", str(i["empty"])], 5, lambda i: i["empty"]),
+    ("truncated target", lambda i: ["-s", str(i["source"]), "-t", str(i["truncated"])], 6, lambda i: i["truncated"]),
+    ("corrupt source", lambda i: ["-s", str(i["corrupt"]), "-t", str(i["target"])], 6, lambda i: i["corrupt"]),
+    ("text target", lambda i: ["-s", str(i["source"]), "-t", str(i["text"])], 7, lambda i: i["text"]),
+    ("no face in source", lambda i: ["-s", str(i["no_face"]), "-t", str(i["target"])], 8, lambda i: i["no_face"]),
+    ("no face in target", lambda i: ["-s", str(i["source"]), "-t", str(i["no_face"])], 9, lambda i: i["no_face"]),
 ]
 
 
 @pytest.mark.parametrize(("name", "make_args", "code", "named"), CASES, ids=[case[0] for case in CASES])
 def test_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path, inputs: dict[str, Path], name: str,
-                   make_args, code: int, named: str) -> None:  # type: ignore[no-untyped-def]
+                   make_args, code: int, named) -> None:  # type: ignore[no-untyped-def]
     before = {path: _digest(path) for path in inputs["folder"].iterdir()}
     output = tmp_path / "out" / "result.png"
     output.parent.mkdir()
     returned, err = _run(capsys, *make_args(inputs), "-o", str(output))
     assert returned == code and code in EXIT_CODES
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("slimfuse: ") and named in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"slimfuse: {named(inputs)}: "), lines  # names the file first
     assert "Traceback" not in err
     assert list(output.parent.iterdir()) == []
     assert {path: _digest(path) for path in inputs["folder"].iterdir()} == before

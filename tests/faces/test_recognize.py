@@ -5,8 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import neural_models as nm
+from scenes import group
 from slimfuse.config import RunConfig
 from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.analyse import FaceAnalyser
@@ -77,14 +79,26 @@ def test_reference_selection_uses_the_recognisers_metric() -> None:
     assert chosen == ["a", "c"]
 
 
-def test_the_image_swap_selects_by_arcface(arcface_pool: ModelPool, tmp_path: Path, grace_hopper_path: Path,
+def test_the_image_swap_selects_by_arcface(arcface_pool: ModelPool, tmp_path: Path, grace_hopper: np.ndarray,
+                                           astronaut: np.ndarray, grace_hopper_path: Path,
                                            astronaut_path: Path) -> None:
-    # The stand-in is no real recogniser, but a face is always itself: reference = the target's own face.
+    """Reference mode on three Grace Hoppers and three astronauts, the reference her portrait: by the stand-in's
+    distances (about 0.04 to her faces, 0.59 to the others) exactly her three faces are swapped."""
+    scene = group(grace_hopper, astronaut, width=900, height=600, face_px=110)
+    target = tmp_path / "group.png"
+    Image.fromarray(scene.image).save(target)
     output = tmp_path / "out.png"
-    config = RunConfig(sources=(astronaut_path,), target=grace_hopper_path, output=output,
-                       face_selector_mode="reference", face_recognizer_model="arcface_w600k_r50",
-                       reference_face_distance=0.01)
+    config = RunConfig(sources=(astronaut_path,), target=target, output=output, face_selector_mode="reference",
+                       reference_face_image=grace_hopper_path, face_recognizer_model="arcface_w600k_r50",
+                       reference_face_distance=0.3)
     swapper = ImageSwapper(config, arcface_pool, lambda message: None)
     assert isinstance(swapper.identity, ArcFaceRecognizer)
     swapper.run()
-    assert output.exists()
+    result = np.asarray(Image.open(output).convert("RGB")).astype(np.int16)
+    for index, (x0, y0, x1, y1) in enumerate(scene.faces):
+        region = (slice(int(y0), int(y1)), slice(int(x0), int(x1)))
+        change = np.abs(result[region] - scene.image[region]).mean()
+        if index % 2 == 0:  # Grace Hopper's faces
+            assert change > 5, (index, change)
+        else:
+            assert change == 0, (index, change)
