@@ -75,6 +75,7 @@ def test_standins_have_the_real_files_sizes(name: str) -> None:
     assert abs(size_mb - REAL_MB[name]) <= tolerance * REAL_MB[name] + 1, size_mb
 
 
+@pytest.mark.slow
 def test_a_full_size_standin_is_written_in_bounded_memory_and_quickly(tmp_path: Path) -> None:
     """The 554 MB inswapper stand-in is never wholly in memory: the writer's peak RSS stays far below it; and it
     takes seconds of CPU time (CPU, not wall-clock time, which other jobs on the machine stretch)."""
