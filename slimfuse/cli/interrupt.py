@@ -8,8 +8,8 @@ slimfuse must still stop on Ctrl-C. What a signal does depends on the moment:
   inside a library's import would come out as that library's error (numpy's "import numpy failed");
 - working (the command itself): the first signal raises KeyboardInterrupt (SIGTERM: `Terminated`), so every clean-up
   Ctrl-C runs (temporary files, partial outputs) runs; a second one ends the process at once;
-- finishing (the command is over, its one line is being printed): the signal is noted and the process ends as it
-  was going to;
+- finishing (the command is over, its one line is being printed): the signal is ignored and the process ends as
+  it was going to;
 - done (the console script after the command, while the interpreter shuts down): both signals are ignored, so the
   process ends with the command's own exit code; its output is complete and its stdout flushed. (Python puts back
   the default handling, death by the signal, late in its shutdown, for every signal it handles but not for an

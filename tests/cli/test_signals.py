@@ -123,6 +123,29 @@ def test_a_signal_after_the_output_is_written_keeps_it(tmp_path: Path, clip: Pat
     assert [path.name for path in out.iterdir()] == ["result.mp4"]
 
 
+# A command whose clean-up gets a second Ctrl-C (the first one raised the interrupt it is cleaning up after).
+SECOND_SIGNAL = """
+import os, signal, sys
+from slimfuse.cli.interrupt import Interrupts
+interrupts = Interrupts().install()
+with interrupts.working():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pause()
+    except KeyboardInterrupt:
+        print("cleaning up", flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        print("clean-up finished", flush=True)
+"""
+
+
+def test_a_second_signal_during_the_clean_up_ends_at_once() -> None:
+    """Ctrl-C pressed twice: the second lands while the first one's clean-up runs and ends the process there,
+    with the same one line."""
+    result = subprocess.run([sys.executable, "-c", SECOND_SIGNAL], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (130, "cleaning up\n", LINES[signal.SIGINT][1] + "\n")
+
+
 IMPORTS = [("numpy", signal.SIGINT), ("onnxruntime", signal.SIGTERM), ("av", signal.SIGINT), ("cv2", signal.SIGINT)]
 
 
