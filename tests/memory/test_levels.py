@@ -15,6 +15,7 @@ from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import build_parser, main
 from slimfuse.cli.swap import build_config
 from slimfuse.config import RunConfig
+from slimfuse.errors import UsageError
 from slimfuse.memory.levels import LEVELS
 from slimfuse.memory.plan import MB, ModelNeed, plan_memory
 from slimfuse.models.store import Store, sha256_file
@@ -36,9 +37,9 @@ def test_strategies_name_levels_and_profiles_set_them_under_explicit_options() -
     assert _config("--video-memory-strategy", "tolerant")[0].video_memory_level == 0
     assert _config("--profile", "jetson")[0].video_memory_level == 2
     assert _config("--profile", "jetson", "--video-memory-level", "0")[0].video_memory_level == 0
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="--video-memory-strategy: not allowed with argument --video-memory-level"):
         _config("--video-memory-level", "2", "--video-memory-strategy", "strict")
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match=r"--video-memory-level: invalid choice: 4 \(choose from 0, 1, 2, 3\)"):
         _config("--video-memory-level", "4")
 
 
