@@ -42,7 +42,7 @@ def _require(ok: bool, name: str, problem: str) -> None:
 
 
 def _choice(value: object, name: str, choices: Sequence[object]) -> None:
-    _require(value in choices, name, f"invalid choice {value!r} (choose from {', '.join(map(str, choices))})")
+    _require(value in choices, name, f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))})")
 
 
 def _within(value: float, name: str, low: float, high: float) -> None:
@@ -50,7 +50,8 @@ def _within(value: float, name: str, low: float, high: float) -> None:
 
 
 def _positive(value: float, name: str) -> None:
-    _require(value > 0, name, f"must be positive, got {value}")
+    kind = "a positive whole number" if isinstance(value, int) else "positive"
+    _require(value > 0, name, f"must be {kind}, got {value}")
 
 
 def _at_least(value: int, name: str, low: int) -> None:

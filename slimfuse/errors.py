@@ -186,6 +186,10 @@ class TerminatedBySignal(SlimfuseError):
     problem = "terminated (SIGTERM)"
 
 
+PIPE_CLOSED_EXIT = 141
+"""The reader of stdout went away (`slimfuse models list | head -2`): the command stops quietly, like the tools
+that SIGPIPE ends (128 + 13)."""
+
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "unexpected internal error (run again with --debug and report the traceback)",
@@ -223,4 +227,5 @@ EXIT_CODES: dict[int, str] = {
             TerminatedBySignal,
         )
     },
+    PIPE_CLOSED_EXIT: "stdout was closed by its reader (piped into head, say): the command stopped quietly",
 }

@@ -88,8 +88,8 @@ def split_variants(options: dict[str, object]) -> tuple[dict[str, object], tuple
         try:
             base, variant = split_choice(value, choices)
         except ValueError:
-            raise UsageError(detail=f"--{option.replace('_', '-')}: invalid choice {value!r} (choose from "
-                             f"{', '.join(choices)}, or CHOICE.VARIANT)") from None
+            raise UsageError(detail=f"--{option.replace('_', '-')}: invalid choice: {value!r} (choose from "
+                             f"{', '.join(map(repr, choices))}, or CHOICE.VARIANT)") from None
         plain[option] = base
         if variant is not None:
             for model in catalog_models(option, base):

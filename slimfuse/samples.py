@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from slimfuse.errors import InputMissingError
+from slimfuse.errors import InputMissingError, SlimfuseError, UsageError
 
 SAMPLES: dict[str, tuple[str, tuple[str, ...]]] = {
     # 512x600, one face: US Navy portrait of Grace Hopper (public domain).
@@ -31,5 +31,23 @@ def sample_path(name: str) -> Path:
     return path
 
 
+def main(argv: list[str]) -> int:
+    """`python -m slimfuse.samples [NAME ...]`: the path of each named sample photo; every sample's name and path
+    without a name."""
+    unknown = [name for name in argv if name not in SAMPLES]
+    if unknown:
+        print(f"slimfuse: unknown sample {', '.join(unknown)}; known: {', '.join(SAMPLES)}", file=sys.stderr)
+        return UsageError.exit_code
+    try:
+        if argv:
+            print("\n".join(str(sample_path(name)) for name in argv))
+        else:
+            print("\n".join(f"{name}\t{sample_path(name)}" for name in SAMPLES))
+    except SlimfuseError as exc:
+        print(f"slimfuse: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
 if __name__ == "__main__":
-    print(sample_path(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,11 +1,12 @@
 """Stand-in ONNX models for tests without the real weights, built with onnx.helper.
 
-Each has exactly the input and output names and shapes of its catalog entry (slimfuse.models.neural), so the
-same code paths run as with the real files: an identity swapper that gives back its target, an inswapper-shaped
-graph whose last initializer is a 512 x 512 emap, an identity enhancer, a CodeFormer with its `weight` input, a
-recogniser that returns a fixed projection of its input, and an embedding converter; detectors whose outputs
-are planted faces (`planted_detector`), occluders and face parsers with a known answer (`occluder`, `face_parser`),
-and super-resolution stand-ins that resize (`resize_enhancer`).
+Each has exactly the input and output names and shapes of its catalog entry (slimfuse.models.neural), so the same
+code paths run as with the real files: an identity swapper that gives back its target (with `source_tint`, plus a
+tint per channel computed from the source it is fed, `tint_of`, so a test sees which source reached the model), an
+inswapper-shaped graph whose last initializer is a 512 x 512 emap, an identity enhancer, a CodeFormer with its
+`weight` input, a recogniser that returns a fixed projection of its input, and an embedding converter; detectors
+whose outputs are planted faces (`planted_detector`), occluders and face parsers with a known answer (`occluder`,
+`face_parser`), and super-resolution stand-ins that resize (`resize_enhancer`).
 
 `free_batch=True` turns every leading 1 into a named axis, for the batched code paths.
 """
@@ -83,12 +84,12 @@ def _pixel_identity(spec: ModelSpec, source: str, output: str,
 
 
 def identity_swapper(name: str, free_batch: bool = False, target_size: int | None = None,
-                     invert: bool = False) -> onnx.ModelProto:
+                     invert: bool = False, source_tint: float = 0.0) -> onnx.ModelProto:
     """A swapper that gives back its target (invert: the target's negative, a swap that shows). target_size: a
-    wrong input size, for the shape check."""
+    wrong input size, for the shape check. source_tint: plus a tint that depends on the source (`tint_of`)."""
     spec = spec_of(name)
     assert spec.io is not None
-    nodes, inits = _pixel_identity(spec, "target", spec.io.outputs[0].name, invert)
+    nodes, inits = _swapper_nodes(spec, invert, source_tint)
     if len(spec.io.outputs) > 1:  # hyperswap's mask: ones of [N, 1, S, S]
         nodes += [helper.make_node("ReduceMean", ["target"], ["standin_mean"], axes=[1], keepdims=1),
                   helper.make_node("Mul", ["standin_mean", "standin_zero"], ["standin_zeros"]),
@@ -100,14 +101,57 @@ def identity_swapper(name: str, free_batch: bool = False, target_size: int | Non
     return _model(spec, nodes, inits, free_batch, inputs)
 
 
+TINT_SEED = 13
+
+
+def tint_directions() -> np.ndarray:
+    """512 x 3: the unit directions whose projections of an identity vector become the R, G, B tint."""
+    directions = projection_matrix(512, 3, TINT_SEED)
+    return directions / np.linalg.norm(directions, axis=0, keepdims=True)
+
+
+def tint_of(source: np.ndarray, scale: float) -> np.ndarray:
+    """[N, 3]: what a source-tint stand-in adds to each channel of its output (in the output's range): `scale`
+    times the projections of the source vector's direction on `tint_directions()`, or for a source picture
+    `scale` times its mean per channel less 0.5."""
+    source = np.asarray(source, dtype=np.float64)
+    if source.ndim == 4:
+        return scale * (source.mean(axis=(2, 3)) - 0.5)
+    return scale * (source / np.linalg.norm(source, axis=1, keepdims=True)) @ tint_directions()
+
+
+def _swapper_nodes(spec: ModelSpec, invert: bool,
+                   source_tint: float) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """The target back as pixels (`_pixel_identity`), plus `tint_of(source, source_tint)` when that is not 0."""
+    assert spec.io is not None
+    output = spec.io.outputs[0].name
+    if not source_tint:
+        return _pixel_identity(spec, "target", output, invert)
+    nodes, inits = _pixel_identity(spec, "target", "standin_identity", invert)
+    if len(spec.io.inputs[1].shape) == 4:  # a source picture: its mean per channel, less a half
+        nodes += [helper.make_node("ReduceMean", ["source"], ["standin_means"], axes=[2, 3], keepdims=1),
+                  helper.make_node("Sub", ["standin_means", "standin_half"], ["standin_projected"])]
+        inits.append(_const("standin_half", 0.5))
+    else:  # a vector: its direction, projected
+        nodes += [helper.make_node("ReduceL2", ["source"], ["standin_norm"], axes=[1], keepdims=1),
+                  helper.make_node("Div", ["source", "standin_norm"], ["standin_direction"]),
+                  helper.make_node("MatMul", ["standin_direction", "standin_directions"], ["standin_flat_tint"]),
+                  helper.make_node("Reshape", ["standin_flat_tint", "standin_tint_shape"], ["standin_projected"])]
+        inits += [_const("standin_directions", tint_directions()), _ints("standin_tint_shape", [-1, 3, 1, 1])]
+    nodes += [helper.make_node("Mul", ["standin_projected", "standin_tint_scale"], ["standin_tint"]),
+              helper.make_node("Add", ["standin_identity", "standin_tint"], [output])]
+    inits.append(_const("standin_tint_scale", source_tint))
+    return nodes, inits
+
+
 def inswapper(name: str = "inswapper_128", emap: np.ndarray | None = None, free_batch: bool = False,
-              seed: int = 4) -> onnx.ModelProto:
+              seed: int = 4, source_tint: float = 0.0) -> onnx.ModelProto:
     """An inswapper-shaped identity swapper: a few initializers of its own, then the 512 x 512 emap last."""
     spec = spec_of(name)
     assert spec.io is not None
     if emap is None:
         emap = np.random.default_rng(seed).normal(0.0, 1.0 / np.sqrt(512), (512, 512)).astype(np.float32)
-    nodes, inits = _pixel_identity(spec, "target", spec.io.outputs[0].name)
+    nodes, inits = _swapper_nodes(spec, False, source_tint)
     inits.append(_const("emap", emap))
     return _model(spec, nodes, inits, free_batch)
 
@@ -200,13 +244,15 @@ def isolated_store(home: Path, real: Store, models_dir: Path | None = None, noti
     return Store(home=home, models_dir=models_dir, notify=notify or (lambda message: None))
 
 
-def place_standins(folder: Path, free_batch: bool = False) -> Path:
-    """Every swapper, converter, enhancer and the recogniser of the catalog as stand-ins in `folder`."""
+def place_standins(folder: Path, free_batch: bool = False, source_tint: float = 0.0) -> Path:
+    """Every swapper, converter, enhancer and the recogniser of the catalog as stand-ins in `folder` (the swappers
+    with a source tint of `source_tint`)."""
     from slimfuse.models.neural import enhancers, recognizers, swappers
 
     for name in swappers.SWAPPER_NAMES:
-        model = inswapper(name, free_batch=free_batch) if swappers.RECIPES[name].source == "emap" else \
-            identity_swapper(name, free_batch=free_batch)
+        model = inswapper(name, free_batch=free_batch, source_tint=source_tint) \
+            if swappers.RECIPES[name].source == "emap" else \
+            identity_swapper(name, free_batch=free_batch, source_tint=source_tint)
         save(model, folder, name)
     for name in ("crossface_simswap", "crossface_ghost"):
         save(converter(name), folder, name)

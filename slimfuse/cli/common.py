@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import os
+import select
+import signal
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from slimfuse.errors import InterruptedByUser, SlimfuseError, Terminated, TerminatedBySignal
+from slimfuse.cli.interrupt import Interrupts, stopped_by
+from slimfuse.errors import PIPE_CLOSED_EXIT, SlimfuseError, Terminated
 from slimfuse.models.store import Store, default_home
 
 
@@ -31,26 +35,64 @@ def notifier(quiet: bool) -> Callable[[str], None]:
     return notify
 
 
-def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run a command; errors become `slimfuse: <one line>` and their documented exit code."""
+def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace,
+                interrupts: Interrupts | None = None) -> int:
+    """Run a command; errors become `slimfuse: <one line>` and their documented exit code. Once a signal arrived,
+    whatever error it turned into (an interrupted import is an ImportError) is reported as the signal."""
+    interrupts = interrupts or Interrupts()
     try:
-        return command(args)
-    except SlimfuseError as exc:
-        return _report(exc, exc.exit_code, exc.message, args.debug)
-    except KeyboardInterrupt as exc:
-        stopped: SlimfuseError = InterruptedByUser(detail="interrupted; no output was written")
-        if isinstance(exc, Terminated):
-            stopped = TerminatedBySignal(detail="terminated (SIGTERM); no output was written")
-        return _report(exc, stopped.exit_code, stopped.message, args.debug)
-    except MemoryError as exc:
-        return _report(exc, 1, "out of memory (try a smaller --target-face-size)", args.debug)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-        return _report(exc, 1, f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
-                       args.debug)
+        with interrupts.working():
+            return command(args)
+    except (Exception, KeyboardInterrupt) as exc:  # the last line of defence: one line, not a traceback
+        if isinstance(exc, BrokenPipeError) and interrupts.received is None and stdout_closed():
+            return quiet_on_closed_stdout()
+        if args.debug:
+            traceback.print_exception(exc, file=sys.stderr)
+        return say(_user_error(exc, interrupts.received))
 
 
-def _report(exc: BaseException, code: int, message: str, debug: bool) -> int:
-    if debug:
-        traceback.print_exception(exc, file=sys.stderr)
-    print(f"slimfuse: {message}", file=sys.stderr, flush=True)
-    return code
+def say(error: SlimfuseError) -> int:
+    """Print an error's one line; its exit code."""
+    print(f"slimfuse: {error.message}", file=sys.stderr, flush=True)
+    return error.exit_code
+
+
+def _user_error(exc: BaseException, received: int | None) -> SlimfuseError:
+    if received is not None:
+        return stopped_by(received)
+    if isinstance(exc, SlimfuseError):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return stopped_by(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+    if isinstance(exc, MemoryError):
+        return SlimfuseError(detail="out of memory (try a smaller --target-face-size)")
+    return SlimfuseError(detail=f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)")
+
+
+def flush_stdout() -> int | None:
+    """Flush what the command printed; PIPE_CLOSED_EXIT where the reader has gone (`slimfuse models list | head`)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return quiet_on_closed_stdout()
+    return None
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (the error comes from there, not from another pipe)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def quiet_on_closed_stdout() -> int:
+    """End quietly, as other command-line tools do when their reader goes away: stdout goes to /dev/null, so the
+    interpreter's last flush finds nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return PIPE_CLOSED_EXIT

@@ -14,7 +14,7 @@ from slimfuse.cli.common import add_common_options, notifier
 from slimfuse.cli.profile_options import add_profile_options
 from slimfuse.cli.progress import Progress
 from slimfuse.config import RunConfig, is_video
-from slimfuse.errors import OutputUnwritableError
+from slimfuse.errors import OutputUnwritableError, UsageError
 from slimfuse.media.temp_frames import FRAME_FORMATS
 from slimfuse.media.video_encoding import ENCODERS, PRESETS
 from slimfuse.model_choices import MODEL_CHOICES
@@ -29,12 +29,13 @@ from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 
 D = RunConfig()
 """The defaults, for the help texts (they live in config.py)."""
-CLI_ONLY = frozenset({"sources", "target", "output", "report", "quiet", "debug", "log_format", "command", "name"})
+CLI_ONLY = frozenset({"sources", "target", "output", "report", "quiet", "debug", "log_format", "command", "name",
+                      "help_prog"})
 """What the command line takes that is not a run option."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("swap", help="swap faces in an image or a video", argument_default=argparse.SUPPRESS,
+    parser = commands.add_parser("swap", help="swap faces in images and videos", argument_default=argparse.SUPPRESS,
                                  description="Put the face of SOURCE onto the faces of TARGET (an image or a video) "
                                  "and write OUTPUT.")
     parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+", required=True,
@@ -83,9 +84,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The run's config from the options given on the command line (with the profile and the defaults)."""
-    return RunConfig.from_options(args.sources, **{name: value for name, value in vars(args).items()
-                                                   if name not in CLI_ONLY})
+    """The run's config from the options given on the command line (with the profile and the defaults); a bad
+    value is a one-line usage error that says where the help is, as the parser's own are."""
+    try:
+        return RunConfig.from_options(args.sources, **{name: value for name, value in vars(args).items()
+                                                       if name not in CLI_ONLY})
+    except UsageError as exc:
+        raise UsageError(detail=f"{exc.message}; see slimfuse swap --help") from None
 
 
 def _add_face_options(parser: argparse.ArgumentParser) -> None:

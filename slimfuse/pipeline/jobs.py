@@ -3,6 +3,7 @@ checked before any work, the run built, the image or video swapped, and the run 
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -43,19 +44,23 @@ class JobResult:
 
 def check_output(output: Path, target: Path) -> None:
     """Every condition on the output that can be checked before any work: its type matches the target's, it is
-    not a folder, and its folder exists and is writable."""
+    not a folder, its folder exists and is writable, and its name fits the file system."""
     if output.is_dir():
         raise OutputUnwritableError(output, "the output is a folder; give a file name")
     if not is_video(target):
         check_output_path(output)
-        return
-    if not is_video(output):
+    elif not is_video(output):
         raise UsageError(output, f"a video target needs a video output ({', '.join(CONTAINERS)})")
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
         raise OutputDirMissingError(output, f"output directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise OutputUnwritableError(output, f"output directory {parent} is not writable")
+    longest = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    temporary = len(f".{output.name}.{os.getpid()}@{socket.gethostname()}.12345678.part".encode())
+    if temporary > longest:  # the output is first written under a temporary name beside it (slimfuse.atomic)
+        raise OutputUnwritableError(output, f"the file name is too long for this file system (its temporary name "
+                                    f"takes {temporary} bytes, at most {longest} fit)")
 
 
 def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None = None,

@@ -75,12 +75,14 @@ def test_standins_have_the_real_files_sizes(name: str) -> None:
     assert abs(size_mb - REAL_MB[name]) <= tolerance * REAL_MB[name] + 1, size_mb
 
 
+@pytest.mark.slow
 def test_a_full_size_standin_is_written_in_bounded_memory_and_quickly(tmp_path: Path) -> None:
-    """The 554 MB inswapper stand-in is never wholly in memory: the writer's peak RSS stays far below it."""
+    """The 554 MB inswapper stand-in is never wholly in memory: the writer's peak RSS stays far below it; and it
+    takes seconds of CPU time (CPU, not wall-clock time, which other jobs on the machine stretch)."""
     path = tmp_path / "inswapper_128.onnx"
     code = ("import sys, time; from pathlib import Path; from slimfuse.bench import standins; "
-            "start = time.perf_counter(); standins.build('inswapper_128', Path(sys.argv[1])); "
-            "print(time.perf_counter() - start); "
+            "start = time.process_time(); standins.build('inswapper_128', Path(sys.argv[1])); "
+            "print(time.process_time() - start); "
             "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])")
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     seconds, peak_kb = done.stdout.split()
@@ -168,7 +170,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, store: Store) -> dict:  # ty
         return measured
 
     paths = {"json": folder / "bench.json", "markdown": folder / "bench.md", "plot": folder / "bench.png"}
-    budgets = {0: None, 1: 100_000.0, 2: None, 3: 100_000.0}
+    budgets = memory.DEFAULT_BUDGETS  # the documented budgets, which the full-size stand-ins' runs fit in
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memory, "measure", recording)
         rows = memory.run(frames=FRAMES, budgets=budgets, json_path=paths["json"], markdown_path=paths["markdown"],
@@ -176,6 +178,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory, store: Store) -> dict:  # ty
     return {"rows": rows, "runs": runs, "paths": paths, "user": user, "before": before, "budgets": budgets}
 
 
+@pytest.mark.slow  # the benchmark fixture: four levels in fresh processes
 def test_every_level_runs_in_a_fresh_process(bench: dict) -> None:  # type: ignore[type-arg]
     runs = bench["runs"]
     assert [argv[argv.index("--video-memory-level") + 1] for argv, _ in runs] == ["0", "1", "2", "3"]
@@ -186,6 +189,7 @@ def test_every_level_runs_in_a_fresh_process(bench: dict) -> None:  # type: igno
         assert measured.exit_code == 0 and measured.peak_rss_mb > 50
 
 
+@pytest.mark.slow  # the benchmark fixture: four levels in fresh processes
 def test_json_has_the_schema_and_budgets_are_judged(bench: dict) -> None:  # type: ignore[type-arg]
     document = json.loads(bench["paths"]["json"].read_text(),
                           parse_constant=lambda token: pytest.fail(f"{token} in the JSON"))
@@ -200,12 +204,31 @@ def test_json_has_the_schema_and_budgets_are_judged(bench: dict) -> None:  # typ
         assert row["budget_exceeded"] == (row["budget_mb"] is not None and row["peak_rss_mb"] > row["budget_mb"])
         assert row["weights"] == "stand-in (random weights, width 0.0625 of real sizes)"
     assert rows[0]["psnr_vs_level0"] is None  # level 0 is the reference
-    assert all(isinstance(row["psnr_vs_level0"], float) and row["psnr_vs_level0"] > 20 for row in rows[1:])
-    assert document["verdict"].startswith("verdict: ")
+    assert [row["psnr_vs_level0"] for row in rows[1:3]] == [100.0, 100.0]  # levels 1 and 2 write level 0's frames
+    assert rows[3]["psnr_vs_level0"] >= 35.0  # the goal: at least 35 dB at every level
+    assert not any(row["budget_exceeded"] for row in rows)  # the goal: no (documented) budget exceeded
+    assert max(row["peak_rss_mb"] for row in rows) == rows[0]["peak_rss_mb"]
+    assert min(row["peak_rss_mb"] for row in rows) == rows[3]["peak_rss_mb"]
     assert set(document["variants"]) == set(standins.MODELS)  # every int8 variant passed its gate
     assert rows[3]["variants"] and all(".int8" in name for name in rows[3]["variants"])
 
 
+@pytest.mark.slow  # the benchmark fixture: four levels in fresh processes
+def test_the_verdict_judges_the_runs_against_the_documented_goal(bench: dict) -> None:  # type: ignore[type-arg]
+    """The third goal, level 3 at most 35% of level 0's peak, holds for the real models' sizes (the README's run:
+    9%) but cannot on a short run with stand-ins 1/16 as wide: about 300 MB of every level's peak is the runtime
+    itself (Python, onnxruntime, PyAV, dlib), so level 3 stays near half of level 0. What the run can show is that
+    the verdict measures the rows as documented: the ratio, the PSNR floor, the budgets."""
+    text = json.loads(bench["paths"]["json"].read_text())["verdict"]
+    rows = bench["rows"]
+    peak0, peak3 = rows[0].peak_rss_mb, rows[3].peak_rss_mb
+    assert text.startswith("verdict: goal met" if peak3 <= 0.35 * peak0 else "verdict: goal NOT met")
+    assert f"level 3 peak {peak3:.0f} MB = {peak3 / peak0:.0%} of level 0's {peak0:.0f} MB (aim <= 35%)" in text
+    assert f"PSNR vs level 0 min {min(row.psnr_vs_level0 for row in rows[1:]):.1f} dB (aim >= 35)" in text
+    assert text.endswith("no budget exceeded")
+
+
+@pytest.mark.slow  # the benchmark fixture: four levels in fresh processes
 def test_markdown_and_plot(bench: dict) -> None:  # type: ignore[type-arg]
     table = bench["paths"]["markdown"].read_text()
     assert table.startswith("| run | peak RSS MB |") and "| level 3 |" in table
@@ -213,6 +236,7 @@ def test_markdown_and_plot(bench: dict) -> None:  # type: ignore[type-arg]
     assert bench["paths"]["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # the benchmark fixture: four levels in fresh processes
 def test_the_users_store_is_untouched(bench: dict) -> None:  # type: ignore[type-arg]
     user = bench["user"]
     assert _snapshot(user.home) == bench["before"]

@@ -9,8 +9,14 @@ from PIL import Image
 
 import neural_models as nm
 from slimfuse.cli.main import main
+from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.models import download as download_module
 from slimfuse.models.download import SourceFailed
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Store
+from slimfuse.processors.base import SourcePhoto
+from slimfuse.processors.onnx_swap import OnnxSwapProcessor
+from slimfuse.samples import GRACE_HOPPER_FACE
 
 
 @pytest.fixture
@@ -26,16 +32,32 @@ def _args(source: Path, target: Path, output: Path, *extra: str) -> list[str]:
     return ["swap", "-s", str(source), "-t", str(target), "-o", str(output), *extra]
 
 
+TINT = 4.0
+
+
 def test_neural_swap_and_enhancer(placed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                  astronaut_path: Path, grace_hopper_path: Path, grace_hopper: np.ndarray) -> None:
+                                  astronaut_path: Path, astronaut: np.ndarray, grace_hopper_path: Path,
+                                  grace_hopper: np.ndarray) -> None:
+    """The swapper's stand-in tints its face by the source it is fed (identity enhancer): the face in the output
+    takes that tint, so a model that never ran, or ran without the source, fails here."""
+    nm.save(nm.inswapper(source_tint=TINT), placed, "inswapper_128")
     output = tmp_path / "out.png"
     code = main(_args(astronaut_path, grace_hopper_path, output, "--models-dir", str(placed), "--face-swapper-model",
                       "inswapper_128", "--face-swapper-pixel-boost", "256", "--enhancer", "gfpgan_1.4",
                       "--face-enhancer-blend", "60", "--face-recognizer-model", "arcface_w600k_r50", "--quiet"))
     captured = capsys.readouterr()
     assert code == 0 and captured.out.strip() == str(output) and captured.err == ""
+    pool = ModelPool(Store(models_dir=placed, notify=lambda message: None))
+    processor = OnnxSwapProcessor(pool, "inswapper_128")
+    source = processor.prepare([SourcePhoto(image=astronaut, face=FaceAnalyser(pool).faces(astronaut)[0])])
+    tint = nm.tint_of(source.tensor, TINT)[0] * 255.0
+    x0, y0, x1, y1 = GRACE_HOPPER_FACE
     result = np.asarray(Image.open(output).convert("RGB")).astype(float)
-    assert 10 * np.log10(255 ** 2 / np.mean((result - grace_hopper) ** 2)) >= 35  # identity stand-ins
+    change = (result - grace_hopper)[y0:y1, x0:x1].mean(axis=(0, 1))
+    assert np.linalg.norm(change) > 5 and change @ tint / (np.linalg.norm(change) * np.linalg.norm(tint)) > 0.95
+    outside = np.ones(grace_hopper.shape[:2], dtype=bool)
+    outside[y0 - 100:y1 + 100, x0 - 100:x1 + 100] = False  # the aligned crop reaches past the face's box
+    assert np.array_equal(result[outside], grace_hopper[outside])  # the rest of the picture is untouched
 
 
 def test_a_missing_provider_is_loud_and_the_cpu_used(placed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],

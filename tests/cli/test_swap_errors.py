@@ -8,12 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from processes import wait_for
 
 from slimfuse.cli.main import main
 from slimfuse.errors import EXIT_CODES
@@ -51,27 +51,28 @@ def inputs(tmp_path: Path, grace_hopper_path: Path, astronaut_path: Path) -> dic
 
 
 CASES = [
-    ("missing source", lambda i: ["-s", str(i["folder"] / "absent.jpg"), "-t", str(i["target"])], 3, "absent.jpg"),
-    ("directory as source", lambda i: ["-s", str(i["folder"]), "-t", str(i["target"])], 4, "in"),
-    ("empty target", lambda i: ["-s", str(i["source"]), "-t", str(i["empty"])], 5, "empty.jpg"),
-    ("truncated target", lambda i: ["-s", str(i["source"]), "-t", str(i["truncated"])], 6, "truncated.jpg"),
-    ("corrupt source", lambda i: ["-s", str(i["corrupt"]), "-t", str(i["target"])], 6, "corrupt.png"),
-    ("text target", lambda i: ["-s", str(i["source"]), "-t", str(i["text"])], 7, "notes.txt"),
-    ("no face in source", lambda i: ["-s", str(i["no_face"]), "-t", str(i["target"])], 8, "sky.png"),
-    ("no face in target", lambda i: ["-s", str(i["source"]), "-t", str(i["no_face"])], 9, "sky.png"),
+    ("missing source", lambda i: ["-s", str(i["folder"] / "absent.jpg"), "-t", str(i["target"])], 3,
+     lambda i: i["folder"] / "absent.jpg"),
+    ("directory as source", lambda i: ["-s", str(i["folder"]), "-t", str(i["target"])], 4, lambda i: i["folder"]),
+    ("empty target", lambda i: ["-s", str(i["source"]), "-t", str(i["empty"])], 5, lambda i: i["empty"]),
+    ("truncated target", lambda i: ["-s", str(i["source"]), "-t", str(i["truncated"])], 6, lambda i: i["truncated"]),
+    ("corrupt source", lambda i: ["-s", str(i["corrupt"]), "-t", str(i["target"])], 6, lambda i: i["corrupt"]),
+    ("text target", lambda i: ["-s", str(i["source"]), "-t", str(i["text"])], 7, lambda i: i["text"]),
+    ("no face in source", lambda i: ["-s", str(i["no_face"]), "-t", str(i["target"])], 8, lambda i: i["no_face"]),
+    ("no face in target", lambda i: ["-s", str(i["source"]), "-t", str(i["no_face"])], 9, lambda i: i["no_face"]),
 ]
 
 
 @pytest.mark.parametrize(("name", "make_args", "code", "named"), CASES, ids=[case[0] for case in CASES])
 def test_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path, inputs: dict[str, Path], name: str,
-                   make_args, code: int, named: str) -> None:  # type: ignore[no-untyped-def]
+                   make_args, code: int, named) -> None:  # type: ignore[no-untyped-def]
     before = {path: _digest(path) for path in inputs["folder"].iterdir()}
     output = tmp_path / "out" / "result.png"
     output.parent.mkdir()
     returned, err = _run(capsys, *make_args(inputs), "-o", str(output))
     assert returned == code and code in EXIT_CODES
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("slimfuse: ") and named in lines[0]
+    assert len(lines) == 1 and lines[0].startswith(f"slimfuse: {named(inputs)}: "), lines  # names the file first
     assert "Traceback" not in err
     assert list(output.parent.iterdir()) == []
     assert {path: _digest(path) for path in inputs["folder"].iterdir()} == before
@@ -121,8 +122,8 @@ def test_success_prints_the_output_path(capsys: pytest.CaptureFixture[str], tmp_
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path, inputs: dict[str, Path]) -> None:
-    """A real SIGINT to a real process in the middle of a large job."""
+def test_ctrl_c_while_the_output_is_written_leaves_nothing(tmp_path: Path, inputs: dict[str, Path]) -> None:
+    """A real SIGINT to a real process while it writes a large output under its temporary name."""
     big = tmp_path / "big.png"
     Image.fromarray(np.tile(np.asarray(Image.open(inputs["target"]).convert("RGB")), (6, 8, 1))).save(big)
     output = tmp_path / "out.png"
@@ -131,10 +132,22 @@ def test_ctrl_c_exits_130_and_leaves_no_output(tmp_path: Path, inputs: dict[str,
          "--face-selector-mode", "many"],
         stderr=subprocess.PIPE, text=True,
     )
-    time.sleep(2.0)  # past start-up, inside the work
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    try:
+        wait_for(lambda: any(tmp_path.glob(".out.png.*.part")), process, "temporary output")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
     assert process.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "slimfuse: interrupted; no output was written"
+    assert err.strip().splitlines() == ["slimfuse: interrupted; no output was written"]
     assert not output.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png", "in"]  # no temporary file left either
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.png", "in"]  # the temporary file went too
+
+
+def test_an_output_name_too_long_is_refused_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            astronaut_path: Path, grace_hopper_path: Path) -> None:
+    output = tmp_path / ("x" * 250 + ".png")
+    code = main(["swap", "-s", str(astronaut_path), "-t", str(grace_hopper_path), "-o", str(output)])
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert code == 13 and "the file name is too long" in line and line.startswith(f"slimfuse: {output}")
+    assert list(tmp_path.iterdir()) == []

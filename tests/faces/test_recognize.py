@@ -5,9 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import neural_models as nm
-from scenes import run_for
+from scenes import group, swap_file
 from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.recognize import ArcFaceRecognizer, DlibRecognizer, build_recognizer
@@ -16,7 +17,6 @@ from slimfuse.faces.track import Track
 from slimfuse.faces.types import Face
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
-from slimfuse.pipeline.image import swap_image_file
 
 
 def _pool(root: Path, store: Store, free_batch: bool) -> ModelPool:
@@ -81,13 +81,23 @@ def test_reference_selection_uses_the_recognisers_metric() -> None:
     assert [track.id for track in chosen] == [0, 2]
 
 
-def test_the_image_swap_selects_by_arcface(models_dir: Path, tmp_path: Path, grace_hopper_path: Path,
+def test_the_image_swap_selects_by_arcface(models_dir: Path, tmp_path: Path, grace_hopper: np.ndarray,
+                                           astronaut: np.ndarray, grace_hopper_path: Path,
                                            astronaut_path: Path) -> None:
-    # The stand-in is no real recogniser, but a face is always itself: reference = the target's own face.
+    """Reference mode on three Grace Hoppers and three astronauts, the reference her portrait: by the stand-in's
+    distances (about 0.04 to her faces, 0.59 to the others) exactly her three faces are swapped."""
     nm.save(nm.recognizer(), models_dir, "arcface_w600k_r50")
-    output = tmp_path / "out.png"
-    run = run_for(astronaut_path, grace_hopper_path, face_selector_mode="reference", models_dir=models_dir,
-                  face_recognizer_model="arcface_w600k_r50", reference_face_distance=0.01)
-    assert isinstance(run.recognizer, ArcFaceRecognizer)
-    swap_image_file(run, grace_hopper_path, output)
-    assert output.exists()
+    scene = group(grace_hopper, astronaut, width=900, height=600, face_px=110)
+    target = tmp_path / "group.png"
+    Image.fromarray(scene.image).save(target)
+    output = swap_file(astronaut_path, target, tmp_path / "out.png", models_dir=models_dir,
+                       face_selector_mode="reference", reference_face_image=grace_hopper_path,
+                       face_recognizer_model="arcface_w600k_r50", reference_face_distance=0.3)
+    result = np.asarray(Image.open(output).convert("RGB")).astype(np.int16)
+    for index, (x0, y0, x1, y1) in enumerate(scene.faces):
+        region = (slice(int(y0), int(y1)), slice(int(x0), int(x1)))
+        change = np.abs(result[region] - scene.image[region]).mean()
+        if index % 2 == 0:  # Grace Hopper's faces
+            assert change > 5, (index, change)
+        else:
+            assert change == 0, (index, change)

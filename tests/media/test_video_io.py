@@ -488,6 +488,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_peak_memory_does_not_grow_with_length(tmp_path: Path, grace_hopper: np.ndarray) -> None:
     peaks = {}
     for count in (150, 1500):

@@ -90,11 +90,12 @@ def test_a_failed_batch_is_halved_and_the_same_items_retried(batch_pool: ModelPo
 def test_halving_goes_down_to_one_then_the_error_stands_on_the_cpu(batch_pool: ModelPool,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     model = "gfpgan_1.4"
-    wrap(monkeypatch, batch_pool, model, lambda batch: True)
+    calls = wrap(monkeypatch, batch_pool, model, lambda batch: True)
     batcher = AdaptiveBatcher(batch_pool, {model: 4})
     with pytest.raises(RuntimeError, match="Failed to allocate"):
         batcher.run(model, {"input": np.zeros((4, 3, 512, 512), np.float32)})
     assert [(step.batch_from, step.batch_to) for step in batcher.steps()] == [(4, 2), (2, 1)]
+    assert calls == [4, 2, 1]  # each smaller batch was really run again, and nothing after the last failure
 
 
 def test_other_errors_are_not_retried(batch_pool: ModelPool) -> None:

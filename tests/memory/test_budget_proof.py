@@ -50,6 +50,7 @@ def test_a_720p_swap_stays_within_400_mb(tmp_path: Path, clip_720p: Path, astron
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the peak of each stage needs Linux's resettable VmHWM")
+@pytest.mark.slow
 def test_the_smallest_budget_the_refusal_names_is_kept(tmp_path: Path, clip_720p: Path, astronaut_path: Path) -> None:
     """Refused before any work, with the smallest budget that works; run with that budget, the swap keeps to it (the
     plan's tightest settings: one thread per codec, one frame queued, models taking turns)."""

@@ -43,9 +43,9 @@ def test_strategies_name_levels_and_profiles_set_them_under_explicit_options() -
     assert _config("--video-memory-strategy", "tolerant")[0].memory.video_memory_level == 0
     assert _config("--profile", "jetson")[0].memory.video_memory_level == 2
     assert _config("--profile", "jetson", "--video-memory-level", "0")[0].memory.video_memory_level == 0
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="--video-memory-strategy: not allowed with argument --video-memory-level"):
         _config("--video-memory-level", "2", "--video-memory-strategy", "strict")
-    with pytest.raises(UsageError, match="--video-memory-level: invalid choice 4"):
+    with pytest.raises(UsageError, match="--video-memory-level: invalid choice: 4"):
         _config("--video-memory-level", "4")
 
 

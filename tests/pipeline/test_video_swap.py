@@ -5,12 +5,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import av
 import numpy as np
 import pytest
+from processes import read_until
 
 from slimfuse.bench.clips import make_clip, pan, still
 from slimfuse.cli.main import main
@@ -110,11 +110,14 @@ def test_ctrl_c_leaves_no_output_and_no_temp_files(tmp_path: Path, grace_hopper:
     temp.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-m", "slimfuse", "swap", "-s", str(astronaut_path), "-t", str(clip),
-         "-o", str(out / "result.mp4"), "--temp-frame-format", "bmp", "--temp-path", str(temp)],
+         "-o", str(out / "result.mp4"), "--temp-frame-format", "bmp", "--temp-path", str(temp), "--log-format", "json"],
         stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)
-    process.send_signal(stop)
-    _, err = process.communicate(timeout=120)
+    try:
+        assert read_until(process.stderr, '"event": "progress"'), "no progress line"  # under way, temp frames written
+        process.send_signal(stop)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
     assert process.returncode == code, err
     assert list(out.iterdir()) == [] and list(temp.iterdir()) == []
 

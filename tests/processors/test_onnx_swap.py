@@ -105,38 +105,58 @@ def _arcface_reference(image: np.ndarray, face) -> np.ndarray:  # type: ignore[n
     return nm.recognizer_reference(tensor)[0]
 
 
+def expected_source(pool: ModelPool, model: str, image: np.ndarray, face) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """What the swapper's `source` input must be, from the published recipes: inswapper the normalised ArcFace
+    embedding through the emap, normalised; hyperswap the normalised embedding; simswap the embedding through
+    its converter, normalised; ghost the same, as it comes out; blendswap and uniface a picture of the face / 255."""
+    raw = _arcface_reference(image, face)
+    normed = raw / np.linalg.norm(raw)
+    if model.startswith("inswapper"):
+        return inswapper_latent(normed, emap_of(pool, model))
+    if model.startswith("hyperswap"):
+        return normed[None]
+    if model.startswith(("simswap", "ghost")):
+        converted = raw @ nm.converter_matrix()
+        return (converted / np.linalg.norm(converted) if model.startswith("simswap") else converted)[None]
+    template, size = ("arcface_112_v2", 112) if model == "blendswap_256" else ("ffhq_512", 256)
+    picture, _ = warp_face(image, five_points(face.landmarks), template, size)
+    return (picture / 255.0).transpose(2, 0, 1)[None]
+
+
 @pytest.mark.parametrize("model", ["inswapper_128", "hyperswap_1b_256", "simswap_256", "ghost_2_256",
                                    "blendswap_256", "uniface_256"])
 def test_the_source_goes_in_as_each_model_takes_it(neural_pool: ModelPool, model: str, astronaut: np.ndarray) -> None:
     face = FaceAnalyser(neural_pool).faces(astronaut)[0]
     prepared = OnnxSwapProcessor(neural_pool, model).prepare([SourcePhoto(image=astronaut, face=face)])
     assert isinstance(prepared, SwapSource) and prepared.tensor.dtype == np.float32
-    raw = _arcface_reference(astronaut, face)
-    normed = raw / np.linalg.norm(raw)
-    if model.startswith("inswapper"):
-        expected = inswapper_latent(normed, emap_of(neural_pool, model))[0]
-    elif model.startswith("hyperswap"):
-        expected = normed
-    elif model.startswith(("simswap", "ghost")):
-        converted = raw @ nm.converter_matrix()
-        expected = converted / np.linalg.norm(converted) if model.startswith("simswap") else converted
-    else:
-        template, size = ("arcface_112_v2", 112) if model == "blendswap_256" else ("ffhq_512", 256)
-        picture, _ = warp_face(astronaut, five_points(face.landmarks), template, size)
-        np.testing.assert_allclose(prepared.tensor, (picture / 255.0).transpose(2, 0, 1)[None], atol=1e-6)
+    expected = expected_source(neural_pool, model, astronaut, face)
+    if expected.ndim == 4:
+        np.testing.assert_allclose(prepared.tensor, expected, atol=1e-6)
         return
     assert prepared.tensor.shape == (1, 512)
-    np.testing.assert_allclose(prepared.tensor[0], expected, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(prepared.tensor, expected, rtol=2e-3, atol=2e-4)
     if prepared.embedding is not None:
-        np.testing.assert_allclose(prepared.embedding, normed, rtol=2e-3, atol=2e-4)
+        raw = _arcface_reference(astronaut, face)
+        np.testing.assert_allclose(prepared.embedding, raw / np.linalg.norm(raw), rtol=2e-3, atol=2e-4)
 
 
-class _Counting:
-    """A session wrapper that counts runs and the batch size of each."""
+TINT = 4.0
+
+
+@pytest.fixture(scope="module")
+def tint_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
+    root = tmp_path_factory.mktemp("neural_tint")
+    placed = nm.place_standins(root / "placed", source_tint=TINT)
+    return ModelPool(nm.isolated_store(root / "home", store, placed))
+
+
+class _Recording:
+    """A session wrapper that keeps the batch size and the `source` of every run."""
 
     def __init__(self, session: object) -> None:
         self.session = session
         self.batches: list[int] = []
+        self.sources: list[np.ndarray] = []
 
     def get_inputs(self):  # type: ignore[no-untyped-def]
         return self.session.get_inputs()  # type: ignore[attr-defined]
@@ -146,7 +166,33 @@ class _Counting:
 
     def run(self, names, feeds, options=None):  # type: ignore[no-untyped-def]
         self.batches.append(len(feeds["target"]))
+        self.sources.append(np.array(feeds["source"]))
         return self.session.run(names, feeds, options)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("model", SWAPPER_NAMES)
+def test_the_source_reaches_the_model_exactly_and_shapes_the_face(tint_pool: ModelPool, model: str,
+                                                                  astronaut: np.ndarray, grace_hopper: np.ndarray,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand-ins that tint their output by the source they are fed: the swapped crop is the target plus the tint
+    of the source each recipe prescribes (ArcFace, the emap, the converters), so a source that never reaches the
+    model, or reaches it changed, shows."""
+    analyser = FaceAnalyser(tint_pool)
+    processor = OnnxSwapProcessor(tint_pool, model)
+    source_face = analyser.faces(astronaut)[0]
+    prepared = processor.prepare([SourcePhoto(image=astronaut, face=source_face)])
+    recording, original = _Recording(tint_pool.session(model)), tint_pool.session
+    monkeypatch.setattr(tint_pool, "session", lambda name: recording if name == model else original(name))
+    crop = processor.crop(grace_hopper, analyser.faces(grace_hopper)[0])
+    (result,) = processor.process([crop], prepared)
+    expected = expected_source(tint_pool, model, astronaut, source_face)
+    (fed,) = recording.sources
+    np.testing.assert_allclose(fed, expected, rtol=2e-3, atol=2e-4)
+    low, high = nm.spec_of(model).io.output_range  # type: ignore[union-attr]
+    tint = nm.tint_of(expected, TINT)[0] * 255.0 / (high - low)
+    assert np.abs(tint).max() > 10  # a tint that shows
+    predicted = np.clip(np.rint(crop.image.astype(np.float64) + tint), 0, 255)
+    assert np.abs(result.image.astype(np.float64) - predicted).max() <= 1.0
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +205,7 @@ def _process_counting(pool: ModelPool, frame: np.ndarray, source: np.ndarray, bo
     processor = OnnxSwapProcessor(pool, "inswapper_128", boost)
     source_face = FaceAnalyser(pool).faces(source)[0]
     prepared = processor.prepare([SourcePhoto(image=source, face=source_face)])
-    counting = _Counting(pool.session("inswapper_128"))
+    counting = _Recording(pool.session("inswapper_128"))
     original = pool.session
     monkeypatch.setattr(pool, "session", lambda name: counting if name == "inswapper_128" else original(name))
     faces = FaceAnalyser(pool).faces(frame)

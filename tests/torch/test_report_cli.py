@@ -13,6 +13,7 @@ from slimfuse.cli.main import main
 from slimfuse.errors import TorchMissingError, UsageError
 
 
+@pytest.mark.slow
 def test_codeformer_report_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "report.json"
     assert main(["optimize", "codeformer", "--report", "--width", "4", "--size", "128", "--runs", "2", "--json",

@@ -45,6 +45,7 @@ def test_plain_list_of_segments(tmp_path: Path) -> None:
     assert max(runner.resident_during) == (256 * 256 + 256) * 4
 
 
+@pytest.mark.slow
 def test_resident_set_of_a_segmented_run_is_smaller(tmp_path: Path) -> None:
     """Peak RSS in fresh processes: weights of a few MB make the difference visible above the activations."""
     architecture = ARCHITECTURES["simswap"]
