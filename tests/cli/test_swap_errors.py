@@ -151,3 +151,50 @@ def test_an_output_name_too_long_is_refused_before_any_work(capsys: pytest.Captu
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert code == 13 and "the file name is too long" in line and line.startswith(f"slimfuse: {output}")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_that_is_a_folder_is_refused_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                               inputs: dict[str, Path],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from slimfuse.pipeline import jobs
+
+    monkeypatch.setattr(jobs, "build_run", lambda *args, **kwargs: pytest.fail("the run was built"))
+    folder = tmp_path / "some_dir"
+    folder.mkdir()
+    code, err = _run(capsys, "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(folder))
+    assert code == 13 and err.strip() == f"slimfuse: {folder}: the output is a folder; give a file name"
+    assert list(folder.iterdir()) == []
+
+
+def test_an_image_swap_says_what_it_did_unless_quiet(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                     inputs: dict[str, Path]) -> None:
+    output = tmp_path / "out.jpg"
+    assert main(["swap", "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(output)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(output)  # stdout stays the output path
+    assert captured.err.strip() == f"slimfuse: {inputs['target']}: 1 face found, 1 swapped"
+    assert main(["swap", "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(output), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_output_image_quality_sets_the_jpeg_quality(tmp_path: Path, inputs: dict[str, Path]) -> None:
+    sizes = {}
+    for quality in (30, 95):
+        output = tmp_path / f"q{quality}.jpg"
+        assert main(["swap", "--quiet", "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(output),
+                     "--output-image-quality", str(quality)]) == 0
+        sizes[quality] = output.stat().st_size
+        quantization = Image.open(output).quantization  # type: ignore[attr-defined]
+        assert quantization[0][0] > 10 if quality == 30 else quantization[0][0] <= 3
+    assert sizes[30] < sizes[95] / 2
+
+
+def test_sources_of_different_people_are_warned_about(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                      inputs: dict[str, Path], grace_hopper_path: Path) -> None:
+    """Each photo is compared with the others, not with their mean (which halves the distance)."""
+    output = tmp_path / "out.png"
+    code = main(["swap", "-s", str(inputs["source"]), str(grace_hopper_path), "-t", str(inputs["target"]), "-o",
+                 str(output)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 0 and f"slimfuse: warning: {grace_hopper_path}: this face looks like a different person from " \
+        f"{inputs['source']}" in lines
