@@ -24,7 +24,7 @@ from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLeve
 from slimfuse.model_choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
 from slimfuse.models.runtime import PROVIDERS, ArenaExtendStrategy, ConvAlgoSearch
 from slimfuse.processors.mask_types import MASK_TYPES, MaskOptions, MaskType, Padding, padding_from
-from slimfuse.processors.parsing import DEFAULT_REGIONS, REGIONS
+from slimfuse.processors.parsing import REGIONS
 from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
 
@@ -144,6 +144,13 @@ class EnhanceOptions:
     @property
     def frame_enhancer(self) -> str | None:
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
+
+
+DEFAULT_REGIONS: tuple[str, ...] = (
+    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip",
+    "lower-lip",
+)
+"""FaceFusion's default: the face itself, without ears, neck, hair or clothes."""
 
 
 @dataclass(frozen=True)

@@ -355,11 +355,10 @@ def _face_image_subject(context: SubjectContext, spec: ModelSpec) -> ImageSubjec
 def _swap_source(context: SubjectContext, name: str) -> np.ndarray:
     """The swapper's `source` input for the first calibration face, made as a swap makes it."""
     from slimfuse.processors.base import SourcePhoto
-    from slimfuse.processors.onnx_swap import OnnxSwapProcessor
+    from slimfuse.processors.onnx_swap import swap_source
 
     image, face = context.faces[0]
-    prepared = OnnxSwapProcessor(context.pool, name).prepare([SourcePhoto(image=image, face=face)])
-    return prepared.tensor
+    return swap_source(context.pool, name, [SourcePhoto(image=image, face=face)]).tensor
 
 
 def _centre_tile(image: np.ndarray, face: Face) -> np.ndarray:

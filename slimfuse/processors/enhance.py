@@ -22,10 +22,10 @@ from slimfuse.processors.paste_masks import FaceMasker
 
 
 class EnhanceProcessor:
-    def __init__(self, pool: ModelPool, model: str, blend: int = 80, weight: float = 0.5,
-                 masker: FaceMasker | None = None, batcher: AdaptiveBatcher | None = None) -> None:
-        """masker: the enhancer's face masks; by default the box mask alone. batcher: the run's batch sizes and
-        out-of-memory back-off."""
+    def __init__(self, pool: ModelPool, model: str, blend: int, weight: float, masker: FaceMasker,
+                 batcher: AdaptiveBatcher) -> None:
+        """blend: 0-100, how much of the enhanced face replaces the face; weight: CodeFormer's fidelity; masker:
+        the enhancer's face masks; batcher: the run's batch sizes and out-of-memory back-off."""
         spec = pool.store.catalog.get(model)
         if spec.kind != "enhancer" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a face enhancer")
@@ -38,8 +38,8 @@ class EnhanceProcessor:
         self.size: int = spec.io.crop_size
         self.blend = blend
         self.weight = float(weight)
-        self.masker = masker if masker is not None else FaceMasker(pool)
-        self.batcher = batcher if batcher is not None else AdaptiveBatcher(pool)
+        self.masker = masker
+        self.batcher = batcher
         self.preparation_models: tuple[str, ...] = ()
         self.generator_models: tuple[str, ...] = (model,)
 

@@ -30,18 +30,20 @@ from slimfuse.models.tensors import batch_axis_free
 
 @dataclass(frozen=True)
 class FrameEnhanceOptions:
-    tile_size: int = 256
-    """Side of the square tiles the model sees, in input pixels (FaceFusion's Real-ESRGAN tile)."""
-    overlap: int = 24
+    """The tiling and blend of the frame enhancer; the run's options (--frame-enhancer-tile-size, -overlap, -blend,
+    -keep-scale) have their defaults in config.py."""
+
+    tile_size: int
+    """Side of the square tiles the model sees, in input pixels."""
+    overlap: int
     """Least number of input pixels two neighbouring tiles share."""
+    blend: int
+    """Percent of the enhanced frame in the result; the rest is the frame scaled plainly."""
     margin: int = 4
     """Input pixels at a tile's inner edges that get no weight: the model's own border effects."""
     batch_size: int = 1
     """Most tiles per model call; one at a time for a model whose batch axis is fixed. Activation memory
     grows with it: 1 suits small GPUs."""
-    blend: int = 80
-    """Percent of the enhanced frame in the result; the rest is the frame scaled plainly (FaceFusion's
-    --frame-enhancer-blend)."""
     keep_scale: bool = False
     """Give the frame at the model's scale (x2, x4) instead of scaling it back."""
     output_size: tuple[int, int] | None = None
@@ -104,8 +106,7 @@ def axis_tiles(length: int, tile: int, overlap: int, margin: int) -> AxisTiles:
 
 
 class FrameEnhancer:
-    def __init__(self, session: ort.InferenceSession, scale: int,
-                 options: FrameEnhanceOptions = FrameEnhanceOptions()) -> None:
+    def __init__(self, session: ort.InferenceSession, scale: int, options: FrameEnhanceOptions) -> None:
         """`scale`: how many times larger the model's output is per side (frame_enhancers.SCALES)."""
         self.session = session
         self.scale = scale

@@ -29,10 +29,13 @@ Padding = tuple[int, int, int, int]
 
 @dataclass(frozen=True)
 class MaskOptions:
-    types: tuple[MaskType, ...] = ("box",)
-    blur: float = 0.3
+    """The run's --face-mask-types, --face-mask-blur and --face-mask-padding (their defaults live in config.py)."""
+
+    types: tuple[MaskType, ...]
+    blur: float
     """0..1: the box mask's edge blur, as a fraction of half the crop's width."""
     padding: Padding = (0, 0, 0, 0)
+    """Top, right, bottom, left percent; no padding unless one is asked for."""
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.types if name not in MASK_TYPES]

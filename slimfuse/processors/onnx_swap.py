@@ -62,11 +62,40 @@ def inswapper_latent(embedding: np.ndarray, emap: np.ndarray) -> np.ndarray:
     return normalise(normalise(np.asarray(embedding, dtype=np.float32)).reshape(1, -1) @ emap.astype(np.float32))
 
 
+def swap_source(pool: ModelPool, model: str, sources: Sequence[SourcePhoto]) -> SwapSource:
+    """What swapper `model` takes as its source from the photos (all of one person), by its recipe: a picture of
+    the most frontal face, or the ArcFace embedding of them all, through the emap or an embedding converter."""
+    if not sources:
+        raise ValueError("no source photo")
+    recipe, io = RECIPES[model], pool.store.catalog.get(model).io
+    if io is None or io.crop_size is None:
+        raise ValueError(f"{model} is not a neural face swapper")
+    if recipe.source == "image":
+        best = max(sources, key=lambda photo: frontalness(photo.face))
+        picture, _ = warp_face(best.image, _points(best.face), recipe.source_template or "",
+                               recipe.source_size or io.crop_size)
+        return SwapSource(tensor=to_tensor([picture]), embedding=None)
+    recognizer = ArcFaceRecognizer(pool, RECOGNIZER)
+    raw = recognizer.raw_embeddings([recognizer.crop(photo.image, photo.face) for photo in sources])
+    embedding = normalise(normalise(raw).mean(axis=0))
+    if recipe.source == "emap":
+        latent = inswapper_latent(embedding, emap_of(pool, model))
+    elif recipe.source == "embedding":
+        latent = embedding.reshape(1, -1)
+    else:
+        converter_io = pool.store.catalog.get(recipe.converter or "").io
+        converter = pool.session(recipe.converter or "")
+        name = converter_io.inputs[0].name if converter_io is not None else "input"
+        converted = run_batched(converter, {name: raw.mean(axis=0, keepdims=True).astype(np.float32)})
+        latent = normalise(converted) if recipe.source == "converted_normed" else converted
+    return SwapSource(tensor=np.asarray(latent, dtype=np.float32).reshape(1, -1), embedding=embedding)
+
+
 class OnnxSwapProcessor:
-    def __init__(self, pool: ModelPool, model: str, pixel_boost: int | None = None,
-                 masker: FaceMasker | None = None, batcher: AdaptiveBatcher | None = None) -> None:
-        """masker: the run's face masks; by default the box mask alone. batcher: the run's batch sizes and
-        out-of-memory back-off."""
+    def __init__(self, pool: ModelPool, model: str, pixel_boost: int | None, masker: FaceMasker,
+                 batcher: AdaptiveBatcher) -> None:
+        """pixel_boost: None for the model's own size; masker: the run's face masks; batcher: the run's batch sizes
+        and out-of-memory back-off."""
         spec = pool.store.catalog.get(model)
         if model not in RECIPES or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a neural face swapper")
@@ -79,38 +108,17 @@ class OnnxSwapProcessor:
         self.model_size: int = spec.io.crop_size
         self.factor = boost_factor(self.model_size, pixel_boost)
         self.size = self.model_size * self.factor
-        self.masker = masker if masker is not None else FaceMasker(pool)
-        self.batcher = batcher if batcher is not None else AdaptiveBatcher(pool)
+        self.masker = masker
+        self.batcher = batcher
         names = [tensor.name for tensor in spec.io.inputs]
         self.target_input, self.source_input = "target", "source"
         if set(names) != {self.target_input, self.source_input}:
             raise ValueError(f"{model}: expected inputs target and source, the catalog says {names}")
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> SwapSource:
-        if not sources:
-            raise ValueError("no source photo")
         self.pool.session(self.model)  # load (and check) the swapper and its mask models before any work for them
         self.masker.load()
-        recipe = self.recipe
-        if recipe.source == "image":
-            best = max(sources, key=lambda photo: frontalness(photo.face))
-            picture, _ = warp_face(best.image, _points(best.face), recipe.source_template or "",
-                                   recipe.source_size or self.model_size)
-            return SwapSource(tensor=to_tensor([picture]), embedding=None)
-        recognizer = ArcFaceRecognizer(self.pool, RECOGNIZER)
-        raw = recognizer.raw_embeddings([recognizer.crop(photo.image, photo.face) for photo in sources])
-        embedding = normalise(normalise(raw).mean(axis=0))
-        if recipe.source == "emap":
-            latent = inswapper_latent(embedding, emap_of(self.pool, self.model))
-        elif recipe.source == "embedding":
-            latent = embedding.reshape(1, -1)
-        else:
-            converter_io = self.pool.store.catalog.get(recipe.converter or "").io
-            converter = self.pool.session(recipe.converter or "")
-            name = converter_io.inputs[0].name if converter_io is not None else "input"
-            converted = run_batched(converter, {name: raw.mean(axis=0, keepdims=True).astype(np.float32)})
-            latent = normalise(converted) if recipe.source == "converted_normed" else converted
-        return SwapSource(tensor=np.asarray(latent, dtype=np.float32).reshape(1, -1), embedding=embedding)
+        return swap_source(self.pool, self.model, sources)
 
     @property
     def preparation_models(self) -> tuple[str, ...]:

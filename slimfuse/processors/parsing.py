@@ -41,19 +41,14 @@ REGIONS = MappingProxyType({
 })
 """`--face-mask-regions` choices and their CelebAMask-HQ class index (0 is the background)."""
 
-DEFAULT_REGIONS: tuple[str, ...] = (
-    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip",
-    "lower-lip",
-)
-"""FaceFusion's default: the face itself, without ears, neck, hair or clothes."""
-
 EDGE_SIGMA = 5 / 256
 """Edge softening, as a fraction of the crop's side."""
 
 
 @dataclass(frozen=True)
 class ParserOptions:
-    regions: tuple[str, ...] = DEFAULT_REGIONS
+    regions: tuple[str, ...]
+    """The classes the mask keeps (the run's --face-mask-regions)."""
     input_name: str = "input"
     size: int = PARSER_SIZE
     batch_size: int = MAX_BATCH
@@ -67,7 +62,7 @@ class ParserOptions:
 
 
 class FaceParser:
-    def __init__(self, session: ort.InferenceSession, options: ParserOptions = ParserOptions()) -> None:
+    def __init__(self, session: ort.InferenceSession, options: ParserOptions) -> None:
         self.session = session
         self.options = options
         self._selected = np.array(sorted({REGIONS[name] for name in options.regions}), dtype=np.uint8)

@@ -16,16 +16,12 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceCrop
 from slimfuse.processors.mask_types import MaskOptions, crop_masks, mesh_mask
 from slimfuse.processors.occlusion import Occluder
-from slimfuse.processors.parsing import DEFAULT_REGIONS, FaceParser, ParserOptions
-
-OCCLUDER_MODEL = "xseg_1"
-PARSER_MODEL = "bisenet_resnet_34"
+from slimfuse.processors.parsing import FaceParser, ParserOptions
 
 
 class FaceMasker:
-    def __init__(self, pool: ModelPool, options: MaskOptions = MaskOptions(), oval: Sequence[int] | None = None,
-                 occluder_model: str = OCCLUDER_MODEL, parser_model: str = PARSER_MODEL,
-                 regions: Sequence[str] = DEFAULT_REGIONS) -> None:
+    def __init__(self, pool: ModelPool, options: MaskOptions, oval: Sequence[int] | None, occluder_model: str,
+                 parser_model: str, regions: Sequence[str]) -> None:
         """oval: the mesh's face-oval point indices, needed when the "mesh" type is selected."""
         if "mesh" in options.types and oval is None:
             raise ValueError("the mesh face mask needs the mesh's face oval")

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import neural_models as nm
+from processor_parts import make_swapper
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.memory.batching import AdaptiveBatcher, BatchStep
 from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import SourcePhoto
-from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 
 # What ONNX Runtime says when its arena cannot grow (memory/limit.py recognises it).
 ORT_OOM = "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 1048576"
@@ -126,7 +126,7 @@ def test_the_swapper_backs_off_with_identical_output(batch_pool: ModelPool, monk
     source = [SourcePhoto(astronaut, FaceAnalyser(batch_pool).faces(astronaut)[0])]
 
     def swap(batcher: AdaptiveBatcher) -> list[np.ndarray]:
-        processor = OnnxSwapProcessor(batch_pool, "inswapper_128", 512, batcher=batcher)
+        processor = make_swapper(batch_pool, "inswapper_128", 512, batcher=batcher)
         prepared = processor.prepare(source)
         return [result.image for result in processor.process([processor.crop(grace_hopper, face)], prepared)]
 

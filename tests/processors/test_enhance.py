@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import neural_models as nm
+from processor_parts import make_enhancer
 from scenes import swap_image
 from slimfuse.metrics import psnr
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
-from slimfuse.processors.enhance import EnhanceProcessor
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_identity_enhancers_give_back_the_face(neural_pool: ModelPool, tmp_path:
     enhanced = swap_image(tmp_path, astronaut_path, grace_hopper, store=neural_pool.store, face_enhancer_model=model,
                     face_enhancer_blend=100)
     assert psnr(enhanced, swapped) >= 35.0
-    processor = EnhanceProcessor(neural_pool, model, blend=100)
+    processor = make_enhancer(neural_pool, model, blend=100)
     face = FaceAnalyser(neural_pool).faces(grace_hopper)[0]
     crop = processor.crop(grace_hopper, face)
     assert crop.image.shape == (processor.size, processor.size, 3)
@@ -54,7 +54,7 @@ def test_blend_scales_the_alpha_and_zero_changes_nothing(neural_pool: ModelPool,
                                                          swapped: np.ndarray) -> None:
     face = FaceAnalyser(neural_pool).faces(grace_hopper)[0]
     for blend in (0, 40, 100):
-        processor = EnhanceProcessor(neural_pool, "gfpgan_1.4", blend=blend)
+        processor = make_enhancer(neural_pool, "gfpgan_1.4", blend=blend)
         result = processor.process([processor.crop(grace_hopper, face)], None)[0]
         assert np.isclose(result.alpha.max(), blend / 100) and result.alpha[0].max() == 0
     none = swap_image(tmp_path, astronaut_path, grace_hopper, store=neural_pool.store, face_enhancer_model="gfpgan_1.4",
@@ -65,7 +65,7 @@ def test_blend_scales_the_alpha_and_zero_changes_nothing(neural_pool: ModelPool,
 @pytest.mark.parametrize("weight", [0.5, 1.0, 0.0])
 def test_codeformer_gets_its_weight(neural_pool: ModelPool, grace_hopper: np.ndarray, weight: float) -> None:
     # The stand-in adds (weight - 0.5) in [-1, 1] units: 127.5 * (weight - 0.5) in pixels.
-    processor = EnhanceProcessor(neural_pool, "codeformer", blend=100, weight=weight)
+    processor = make_enhancer(neural_pool, "codeformer", blend=100, weight=weight)
     crop = processor.crop(grace_hopper, FaceAnalyser(neural_pool).faces(grace_hopper)[0])
     result = processor.process([crop], None)[0].image.astype(np.float64)
     expected = np.clip(crop.image.astype(np.float64) + 127.5 * (weight - 0.5), 0, 255)
@@ -79,7 +79,7 @@ def test_batched_enhancement_equals_one_by_one(tmp_path: Path, store: Store, gra
              (astronaut, FaceAnalyser(neural_pool).faces(astronaut)[0])]
     outputs = []
     for pool in (neural_pool, free):
-        processor = EnhanceProcessor(pool, "gpen_bfr_256", blend=100)
+        processor = make_enhancer(pool, "gpen_bfr_256", blend=100)
         outputs.append([r.image for r in processor.process([processor.crop(i, f) for i, f in faces], None)])
     for a, b in zip(*outputs, strict=True):
         assert np.array_equal(a, b)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import neural_models as nm
+from processor_parts import make_swapper
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
@@ -21,7 +22,7 @@ from slimfuse.models.store import Store
 from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.mask_types import MaskOptions, box_mask, crop_masks, mesh_mask, padding_from
 from slimfuse.processors.occlusion import Occluder, OccluderOptions
-from slimfuse.processors.onnx_swap import OnnxSwapProcessor
+from slimfuse.config import DEFAULT_REGIONS
 from slimfuse.processors.parsing import REGIONS, FaceParser, ParserOptions
 
 class Counting:
@@ -141,7 +142,7 @@ def test_selected_masks_combine_as_their_minimum(tmp_path: Path, astronaut: np.n
     for index, crop in enumerate(crops):
         crop[..., 0] = _class_map(512, index) * 10
     occluder = Occluder(_occluder(tmp_path))
-    parser = FaceParser(_parser(tmp_path))
+    parser = FaceParser(_parser(tmp_path), ParserOptions(regions=DEFAULT_REGIONS))
     meshes = [np.linspace(0, 1, 512 * 512, dtype=np.float32).reshape(512, 512) ** (index + 1)
               for index in range(len(crops))]
     options = MaskOptions(types=("box", "mesh", "occlusion", "region"), blur=0.2, padding=(5, 0, 0, 10))
@@ -152,9 +153,9 @@ def test_selected_masks_combine_as_their_minimum(tmp_path: Path, astronaut: np.n
     np.testing.assert_array_equal(np.array(combined), expected)
     only_box = crop_masks(crops, MaskOptions(types=("box",), blur=0.2, padding=(5, 0, 0, 10)))
     np.testing.assert_array_equal(only_box[0], boxes[0])
-    assert all(m.min() == 1.0 for m in crop_masks(crops, MaskOptions(types=())))
+    assert all(m.min() == 1.0 for m in crop_masks(crops, MaskOptions(types=(), blur=0.3)))
     with pytest.raises(ValueError, match="occlusion"):
-        crop_masks(crops, MaskOptions(types=("occlusion",)))
+        crop_masks(crops, MaskOptions(types=("occlusion",), blur=0.3))
 
 
 def test_mesh_mask_covers_the_face_oval(pool: ModelPool, astronaut: np.ndarray) -> None:
@@ -177,7 +178,7 @@ def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: S
     neural_pool = ModelPool(nm.isolated_store(tmp_path / "home", store, placed))
     topology = MeshTopology.from_json(pool.store.path("face_mesh_topology").read_text(encoding="utf-8"))
     face = FaceAnalyser(pool).faces(astronaut)[0]
-    processor = OnnxSwapProcessor(neural_pool, "inswapper_128")
+    processor = make_swapper(neural_pool, "inswapper_128")
     crops = [processor.crop(astronaut, face)]
     crops[0].image[..., 0] = _class_map(128, 1) * 10  # the parser's classes
     regions = ("skin", "nose", "hair", "neck", "cloth", "hat", "mouth", "left-eye")
@@ -192,6 +193,5 @@ def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: S
     assert combined.max() > 0.9 and all((combined < part).any() for part in parts)  # each part takes some away
     enhancer = masker.for_enhancer()  # FaceFusion's enhancer mask: box (no padding), occlusion and region
     assert enhancer.options.types == ("box", "occlusion", "region") and enhancer.options.padding == (0, 0, 0, 0)
-    assert FaceMasker(neural_pool).options.types == ("box",)
     with pytest.raises(ValueError, match="oval"):
-        FaceMasker(neural_pool, options)
+        FaceMasker(neural_pool, options, None, "xseg_2", "bisenet_resnet_18", regions)

@@ -11,6 +11,7 @@ import pytest
 from onnx import numpy_helper
 
 import neural_models as nm
+from processor_parts import make_swapper
 from scenes import group
 from scenes import swap_image
 from slimfuse.metrics import psnr
@@ -62,7 +63,7 @@ def test_identity_swappers_give_back_the_target(neural_pool: ModelPool, tmp_path
                   face_swapper_pixel_boost=boost)
     assert result.shape == grace_hopper.shape
     assert psnr(result, grace_hopper) >= 35.0
-    processor = OnnxSwapProcessor(neural_pool, model, boost)
+    processor = make_swapper(neural_pool, model, boost)
     faces = FaceAnalyser(neural_pool).faces(grace_hopper)[:1]
     inside = cv2.dilate((frame_alpha(processor, grace_hopper, faces) > 0).astype(np.uint8), np.ones((3, 3)))
     changed = np.any(result != grace_hopper, axis=2)
@@ -127,7 +128,7 @@ def expected_source(pool: ModelPool, model: str, image: np.ndarray, face) -> np.
                                    "blendswap_256", "uniface_256"])
 def test_the_source_goes_in_as_each_model_takes_it(neural_pool: ModelPool, model: str, astronaut: np.ndarray) -> None:
     face = FaceAnalyser(neural_pool).faces(astronaut)[0]
-    prepared = OnnxSwapProcessor(neural_pool, model).prepare([SourcePhoto(image=astronaut, face=face)])
+    prepared = make_swapper(neural_pool, model).prepare([SourcePhoto(image=astronaut, face=face)])
     assert isinstance(prepared, SwapSource) and prepared.tensor.dtype == np.float32
     expected = expected_source(neural_pool, model, astronaut, face)
     if expected.ndim == 4:
@@ -178,7 +179,7 @@ def test_the_source_reaches_the_model_exactly_and_shapes_the_face(tint_pool: Mod
     of the source each recipe prescribes (ArcFace, the emap, the converters), so a source that never reaches the
     model, or reaches it changed, shows."""
     analyser = FaceAnalyser(tint_pool)
-    processor = OnnxSwapProcessor(tint_pool, model)
+    processor = make_swapper(tint_pool, model)
     source_face = analyser.faces(astronaut)[0]
     prepared = processor.prepare([SourcePhoto(image=astronaut, face=source_face)])
     recording, original = _Recording(tint_pool.session(model)), tint_pool.session
@@ -202,7 +203,7 @@ def six_faces(grace_hopper: np.ndarray, astronaut: np.ndarray) -> np.ndarray:
 
 def _process_counting(pool: ModelPool, frame: np.ndarray, source: np.ndarray, boost: int | None,
                       monkeypatch: pytest.MonkeyPatch) -> tuple[list[np.ndarray], list[int]]:
-    processor = OnnxSwapProcessor(pool, "inswapper_128", boost)
+    processor = make_swapper(pool, "inswapper_128", boost)
     source_face = FaceAnalyser(pool).faces(source)[0]
     prepared = processor.prepare([SourcePhoto(image=source, face=source_face)])
     counting = _Recording(pool.session("inswapper_128"))
@@ -233,7 +234,7 @@ def test_many_faces_are_swapped_back_to_themselves(neural_pool: ModelPool, tmp_p
     result = swap_image(tmp_path, astronaut_path, six_faces, store=neural_pool.store, face_swapper_model="hyperswap_1a_256",
                   face_selector_mode="many")
     assert psnr(result, six_faces) >= 35.0
-    processor = OnnxSwapProcessor(neural_pool, "hyperswap_1a_256")
+    processor = make_swapper(neural_pool, "hyperswap_1a_256")
     faces = FaceAnalyser(neural_pool).faces(six_faces)
     assert len(faces) == 6
     inside = cv2.dilate((frame_alpha(processor, six_faces, faces) > 0).astype(np.uint8), np.ones((3, 3)))
