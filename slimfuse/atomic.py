@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from slimfuse.errors import NoSpaceError, OutputUnwritableError
+from slimfuse.errors import NoSpaceError, OutputDirMissingError, OutputUnwritableError
 
 Notify = Callable[[str], None]
 PART_SUFFIX = ".part"
@@ -35,6 +35,21 @@ def temporary_name(destination: Path) -> Path:
     """`.NAME.<pid>@<host>.<random>.part` beside `destination`."""
     return destination.with_name(
         f".{destination.name}.{os.getpid()}@{host_tag()}.{secrets.token_hex(4)}{PART_SUFFIX}")
+
+
+def check_destination(destination: Path) -> None:
+    """What an output needs before any work: its folder exists and is writable, and the temporary name it is first
+    written under (temporary_name) fits the file system's limit on names."""
+    parent = destination.parent if str(destination.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputDirMissingError(destination, f"output directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OutputUnwritableError(destination, f"output directory {parent} is not writable")
+    longest = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    needed = len(temporary_name(destination).name.encode())
+    if needed > longest:
+        raise OutputUnwritableError(destination, f"the file name is too long for this file system (its temporary "
+                                    f"name takes {needed} bytes, at most {longest} fit)")
 
 
 def write_error(path: Path, exc: BaseException, what: str = "the output") -> NoSpaceError | OutputUnwritableError:

@@ -245,17 +245,21 @@ class VideoOptions:
             _choice(self.temp_frame_format, "temp_frame_format", FRAME_FORMATS)
 
 
+_ENCODER_DEFAULTS = EncodeSettings()
+
+
 @dataclass(frozen=True)
 class EncodeOptions:
-    """How an output video is encoded; checked by EncodeSettings, which the writer takes."""
+    """How an output video is encoded; checked by EncodeSettings, which the writer takes (its defaults are the
+    video writer's own, so they are taken from there rather than written twice)."""
 
-    output_video_encoder: str | None = None
+    output_video_encoder: str | None = _ENCODER_DEFAULTS.encoder
     """None: libvpx-vp9 for .webm, else libx264."""
-    output_video_quality: int = 80
-    output_video_preset: str = "veryfast"
-    output_video_fps: Fraction | None = None
-    output_video_scale: float = 1.0
-    skip_audio: bool = False
+    output_video_quality: int = _ENCODER_DEFAULTS.quality
+    output_video_preset: str = _ENCODER_DEFAULTS.preset
+    output_video_fps: Fraction | None = _ENCODER_DEFAULTS.fps
+    output_video_scale: float = _ENCODER_DEFAULTS.scale
+    skip_audio: bool = _ENCODER_DEFAULTS.skip_audio
 
     def __post_init__(self) -> None:
         self.settings(threads=0)

@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
 
-from slimfuse.atomic import AtomicFile, Notify, remove_stale, write_error
+from slimfuse.atomic import AtomicFile, Notify, check_destination, remove_stale, write_error
 
 from slimfuse.errors import (
     ImageTooLargeError,
@@ -22,8 +22,6 @@ from slimfuse.errors import (
     InputEmptyError,
     InputMissingError,
     InputUnreadableError,
-    OutputDirMissingError,
-    OutputUnwritableError,
     UnsupportedTypeError,
 )
 from slimfuse.media.c2pa_sign import signing_step
@@ -106,11 +104,7 @@ def check_output_path(path: Path) -> str:
     fmt = IMAGE_SUFFIXES.get(path.suffix.lower())
     if fmt is None:
         raise UnsupportedTypeError(path, f"unsupported output type '{path.suffix}' (use {', '.join(IMAGE_SUFFIXES)})")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise OutputDirMissingError(path, f"output directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise OutputUnwritableError(path, f"output directory {parent} is not writable")
+    check_destination(path)
     return fmt
 
 

@@ -7,7 +7,6 @@ import threading
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
-import os
 from types import TracebackType
 from typing import cast
 
@@ -16,8 +15,8 @@ import numpy as np
 from av.container import InputContainer, OutputContainer
 from av.video.stream import VideoStream
 
-from slimfuse.atomic import AtomicFile, remove_stale, write_error
-from slimfuse.errors import NoFramesError, OutputDirMissingError, OutputIsInputError, OutputUnwritableError
+from slimfuse.atomic import AtomicFile, check_destination, remove_stale, write_error
+from slimfuse.errors import NoFramesError, OutputIsInputError
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.frame_queue import DEFAULT_QUEUE, END, POLL_S, drain
 from slimfuse.media.provenance import ProvenanceLabel
@@ -153,11 +152,7 @@ class VideoWriter:
     # --- setting up ----------------------------------------------------------------------------------------------
 
     def _check_output(self) -> None:
-        parent = self.path.parent if str(self.path.parent) else Path(".")
-        if not parent.is_dir():
-            raise OutputDirMissingError(self.path, f"output directory {parent} does not exist")
-        if not os.access(parent, os.W_OK):
-            raise OutputUnwritableError(self.path, f"output directory {parent} is not writable")
+        check_destination(self.path)
         if self.path.exists() and self.path.resolve() == Path(self.info.path).resolve():
             raise OutputIsInputError(self.path)
 

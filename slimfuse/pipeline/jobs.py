@@ -2,13 +2,12 @@
 checked before any work, the run built, the image or video swapped, and the run report written (on error too)."""
 from __future__ import annotations
 
-import os
-import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from slimfuse.atomic import check_destination
 from slimfuse.config import RunConfig, is_video
-from slimfuse.errors import OutputDirMissingError, OutputUnwritableError, UsageError
+from slimfuse.errors import OutputUnwritableError, UsageError
 from slimfuse.media.image_io import check_output_path
 from slimfuse.media.video_encoding import CONTAINERS
 from slimfuse.memory.limit import system_memory_limit
@@ -49,18 +48,10 @@ def check_output(output: Path, target: Path) -> None:
         raise OutputUnwritableError(output, "the output is a folder; give a file name")
     if not is_video(target):
         check_output_path(output)
-    elif not is_video(output):
+        return
+    if not is_video(output):
         raise UsageError(output, f"a video target needs a video output ({', '.join(CONTAINERS)})")
-    parent = output.parent if str(output.parent) else Path(".")
-    if not parent.is_dir():
-        raise OutputDirMissingError(output, f"output directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise OutputUnwritableError(output, f"output directory {parent} is not writable")
-    longest = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
-    temporary = len(f".{output.name}.{os.getpid()}@{socket.gethostname()}.12345678.part".encode())
-    if temporary > longest:  # the output is first written under a temporary name beside it (slimfuse.atomic)
-        raise OutputUnwritableError(output, f"the file name is too long for this file system (its temporary name "
-                                    f"takes {temporary} bytes, at most {longest} fit)")
+    check_destination(output)
 
 
 def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,28 +52,26 @@ class SourceImage:
     rgb: np.ndarray
 
 
+@dataclass
 class Run:
     """An assembled run: its models are loaded on first use and shared by every target it swaps."""
 
-    def __init__(self, config: RunConfig, plan: RunPlan, store: Store, pool: ModelPool, batcher: AdaptiveBatcher,
-                 chain: Chain, analyser: FaceAnalyser, recognizer: Recognizer, residency: Residency,
-                 report: RunReport | None, provenance: ProvenanceLabel | None,
-                 sources: Sequence[SourceImage] | None = None) -> None:
-        self.config = config
-        self.plan = plan
-        self.store = store
-        self.pool = pool
-        self.batcher = batcher
-        self.chain = chain
-        self.analyser = analyser
-        self.recognizer = recognizer
-        self.residency = residency
-        self.report = report
-        self.provenance = provenance
-        """The label every output of the run carries (None: --no-provenance)."""
-        self._sources = sources
-        self._prepared: list[object] | None = None
-        self._reference: np.ndarray | None = None
+    config: RunConfig
+    plan: RunPlan
+    store: Store
+    pool: ModelPool
+    batcher: AdaptiveBatcher
+    chain: Chain
+    analyser: FaceAnalyser
+    recognizer: Recognizer
+    residency: Residency
+    report: RunReport | None
+    provenance: ProvenanceLabel | None
+    """The label every output of the run carries (None: --no-provenance)."""
+    _sources: Sequence[SourceImage] | None = None
+    """The source photos already in memory; None: read from config.sources on first use."""
+    _prepared: list[object] | None = field(default=None, init=False)
+    _reference: np.ndarray | None = field(default=None, init=False)
 
     @property
     def notify(self) -> Notify:
