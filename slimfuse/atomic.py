@@ -175,7 +175,7 @@ def remove_stale(folder: Path, notify: Notify | None = None,
             continue
         removed.append(path)
         if notify is not None:
-            notify(f"slimfuse: removed {path}, left by process {pid}, which is gone")
+            notify(f"removed {path}, left by process {pid}, which is gone")
     return removed
 
 

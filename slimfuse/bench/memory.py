@@ -18,6 +18,7 @@ the kernel's peak at each stage, so ru_maxrss alone would say only the last stag
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import subprocess
@@ -32,10 +33,13 @@ from typing import Any
 
 import psutil
 
+from slimfuse.log import notice
 from slimfuse.bench import standins
 from slimfuse.memory.probe import maxrss_bytes, tree_rss_bytes
 from slimfuse.models.store import RECORD_FILE, Store
 from slimfuse.samples import sample_path
+
+LOG = logging.getLogger(__name__)
 
 LEVELS: tuple[int, ...] = (0, 1, 2, 3)
 SWAPPER = "inswapper_128"
@@ -192,13 +196,13 @@ def make_variants(home: Path, names: Sequence[str], work: Path, provider: str | 
                                                    "--json", str(result_path)),
                                   env=env, capture_output=True, text=True, check=False)
             gate = _read_json(result_path)
-            notify(f"slimfuse: bench memory: {name}.{variant}: {gate.get('metric')} {_number(gate.get('value'))} "
+            notify(f"bench memory: {name}.{variant}: {gate.get('metric')} {_number(gate.get('value'))} "
                    f"({gate.get('verdict', 'no verdict')}, {time.perf_counter() - started:.0f} s)")
             if done.returncode == 0:
                 made[name] = f"{name}.{variant}"
                 break
             if not gate:  # it did not get as far as the gate: say why, and try no other way
-                notify(f"slimfuse: warning: bench memory: {name}: {_last_line(done.stderr)}")
+                LOG.warning(f"bench memory: {name}: {_last_line(done.stderr)}")
                 break
     return made
 
@@ -224,6 +228,7 @@ def _last_line(text: str) -> str:
 
 LAUNCHER = """
 import json, os, sys
+
 request = json.loads(sys.stdin.readline())
 log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 pid = os.posix_spawn(request["argv"][0], request["argv"], request["env"],
@@ -330,10 +335,6 @@ class DeviceMemory:
 
 # The benchmark ---------------------------------------------------------------------------------------------------
 
-def print_notice(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def swap_arguments(level: int, clip: Path, output: Path, report: Path, budget: float | None,
                    flags: LevelFlags = level_flags, provider: str | None = None) -> list[str]:
     arguments = ["swap", "-s", str(sample_path("astronaut")), "-t", str(clip), "-o", str(output),
@@ -421,19 +422,19 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
     from slimfuse.bench.video import make_bench_clip, mean_psnr
 
     store = store or Store(notify=lambda message: None)
-    notify = notify or print_notice
+    notify = notify or notice
     budgets = dict(budgets) if budgets is not None else {level: DEFAULT_BUDGETS.get(level) for level in levels}
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-memory-") as work:
         folder = Path(work)
         home, weights = private_home(folder / "home", store, width)
-        notify(f"slimfuse: bench memory: models: {weights}")
+        notify(f"bench memory: models: {weights}")
         variants = make_variants(home, standins.MODELS, folder, provider, notify)
         clip = make_bench_clip(folder, frames)
         outputs: dict[int, Path] = {}
         for level in levels:
             row, output = run_level(level, clip, folder, home, budgets.get(level), weights, frames, flags, provider)
-            notify(f"slimfuse: bench memory: level {level}: peak {row.peak_rss_mb} MB, "
+            notify(f"bench memory: level {level}: peak {row.peak_rss_mb} MB, "
                    f"{'failed: ' + (row.error or '') if row.exit_code else f'{row.fps} frames/s'}")
             rows.append(row)
             outputs[level] = output

@@ -99,7 +99,7 @@ def _run_memory(args: argparse.Namespace) -> int:
         raise UsageError(detail=str(exc)) from None
     if not 0 < args.standin_width <= 1:
         raise UsageError(detail=f"--standin-width must be in (0, 1], got {args.standin_width:g}")
-    notify = (lambda message: None) if args.quiet else memory.print_notice
+    notify = None  # notices go to the log, which --quiet silences
     rows = memory.run(frames=args.frames, budgets=budgets, json_path=args.json, markdown_path=args.markdown,
                       plot_path=args.plot, provider=args.execution_provider, store=make_store(args),
                       width=args.standin_width, notify=notify)

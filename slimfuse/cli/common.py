@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import os
 import select
 import signal
@@ -23,16 +25,35 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def make_store(args: argparse.Namespace) -> Store:
-    quiet = getattr(args, "quiet", False)
-    return Store(home=default_home(), models_dir=args.models_dir, notify=notifier(quiet))
+    return Store(home=default_home(), models_dir=args.models_dir)
 
 
-def notifier(quiet: bool) -> Callable[[str], None]:
-    def notify(message: str) -> None:
-        if not quiet or "warning" in message or "failed" in message:
-            print(message, file=sys.stderr, flush=True)
+class StderrHandler(logging.Handler):
+    """The command line's one log handler: a line per message on the current stderr (looked up at each message, so
+    a redirected stderr is honoured), `slimfuse: ` before a notice and `slimfuse: warning: ` before a warning, or
+    JSON lines (`{"event": "log", "level": ..., "message": ...}`) with --log-format json."""
 
-    return notify
+    def __init__(self, log_format: str) -> None:
+        super().__init__()
+        self.log_format = log_format
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if self.log_format == "json":
+            line = json.dumps({"event": "log", "level": record.levelname.lower(), "message": message})
+        elif record.levelno >= logging.WARNING:
+            line = f"slimfuse: warning: {message}"
+        else:
+            line = f"slimfuse: {message}"
+        print(line, file=sys.stderr, flush=True)
+
+
+def configure_logging(quiet: bool, log_format: str = "text") -> None:
+    """Show slimfuse's notices and warnings on stderr; --quiet keeps the warnings only."""
+    log = logging.getLogger("slimfuse")
+    log.handlers = [StderrHandler(log_format)]
+    log.setLevel(logging.WARNING if quiet else logging.INFO)
+    log.propagate = False
 
 
 def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Namespace,
@@ -40,6 +61,7 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
     """Run a command; errors become `slimfuse: <one line>` and their documented exit code. Once a signal arrived,
     whatever error it turned into (an interrupted import is an ImportError) is reported as the signal."""
     interrupts = interrupts or Interrupts()
+    configure_logging(getattr(args, "quiet", False), getattr(args, "log_format", "text"))
     try:
         with interrupts.working():
             return command(args)

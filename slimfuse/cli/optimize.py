@@ -3,6 +3,7 @@ original on real faces; or, with --report, measure the PyTorch techniques on a r
 extra)."""
 from __future__ import annotations
 
+import logging
 import argparse
 import json
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 from slimfuse.cli.common import add_common_options, make_store
 from slimfuse.errors import GateFailedError, OutputDirMissingError, UsageError
 from slimfuse.models.spec import METRICS
+
+LOG = logging.getLogger(__name__)
 
 REPORT_DEFAULTS = {"device": "cpu", "width": None, "size": None, "runs": 5, "prune_ratio": 0.3, "weights": None}
 """The options that go with --report only, and their defaults."""
@@ -149,16 +152,16 @@ def run(args: argparse.Namespace) -> int:
                     "original_sha256": outcome.model.sha256, "sha256": outcome.record.sha256}
         args.json.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     if result is not None:
-        store.notify(f"slimfuse: {result.summary()}")
+        store.notify(f"{result.summary()}")
     if result is not None and not result.passed:
         if not outcome.stored:
             raise GateFailedError(outcome.path, f"the {technique} variant of {outcome.model.name} failed its quality "
                                   f"gate ({result.metric} {result.value:.4g}, threshold {result.threshold:g}); "
                                   "not stored (--force stores it, marked failed)")
-        store.notify(f"slimfuse: warning: {outcome.path}: stored with --force although it failed its quality gate; "
+        LOG.warning(f"{outcome.path}: stored with --force although it failed its quality gate; "
                      "runs refuse to use it")
     elif result is None:
         when = "it is gated when a run first selects it" if outcome.model.in_store else "run again with --gate to check it"
-        store.notify(f"slimfuse: {outcome.model.name}.{technique}: stored without its quality gate; {when}")
+        store.notify(f"{outcome.model.name}.{technique}: stored without its quality gate; {when}")
     print(outcome.path)
     return 0

@@ -6,11 +6,11 @@ are not in the namespace at all."""
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from fractions import Fraction
 from pathlib import Path
 
-from slimfuse.cli.common import add_common_options, notifier
+from slimfuse.cli.common import add_common_options
 from slimfuse.cli.profile_options import add_profile_options
 from slimfuse.cli.progress import Progress
 from slimfuse.config import RunConfig, is_video
@@ -27,6 +27,7 @@ from slimfuse.processors.mask_types import MASK_TYPES
 from slimfuse.processors.parsing import REGIONS
 from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
 
+LOG = logging.getLogger(__name__)
 D = RunConfig()
 """The defaults, for the help texts (they live in config.py)."""
 CLI_ONLY = frozenset({"sources", "target", "output", "report", "quiet", "debug", "log_format", "command", "name",
@@ -69,16 +70,15 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_output(args.output, args.target)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
-    result = swap_job(config, args.target, args.output, args.report, progress, notifier(args.quiet))
+    result = swap_job(config, args.target, args.output, args.report, progress)
     if args.report is not None and result.report_error is not None:
         raise OutputUnwritableError(args.report, f"cannot write the run report ({result.report_error})")
     summary = result.summary()
     if is_video(args.target):
         progress.finish(output=str(result.output), **summary)
-    elif not args.quiet:
+    else:
         found, swapped = summary["faces_found"], summary["faces_swapped"]
-        print(f"slimfuse: {args.target}: {found} face{'s' * (found != 1)} found, {swapped} swapped",
-              file=sys.stderr, flush=True)
+        LOG.info(f"{args.target}: {found} face{'s' * (found != 1)} found, {swapped} swapped")
     print(result.output)
     return 0
 

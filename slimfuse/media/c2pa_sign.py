@@ -65,7 +65,7 @@ def signing_step(path: Path, label: ProvenanceLabel | None,
         return None
     if not can_sign(path):
         if notify is not None:
-            notify(f"slimfuse: {path}: a {path.suffix} file cannot hold a C2PA manifest; it is written with its "
+            notify(f"{path}: a {path.suffix} file cannot hold a C2PA manifest; it is written with its "
                    "metadata label only")
         return None
     signer, title = label.c2pa, str(path)

@@ -9,6 +9,7 @@ measured (the process's peak RSS around it) and the size refined to what the bud
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -22,6 +23,8 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.models.runtime import run_options
 from slimfuse.models.store import Notify
 from slimfuse.models.tensors import MAX_BATCH, batch_axis_free
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ class AdaptiveBatcher:
             self._sizes[model] = fits
             reason = f"a batch of {batch} peaked at {peak / MB:.0f} MB RSS, {per_item / MB:.0f} MB per item"
             self._steps.append(BatchStep(model, "refined", current, fits, reason))
-        self.notify(f"slimfuse: {model}: {reason}; batches of {fits} keep to the budget")
+        self.notify(f"{model}: {reason}; batches of {fits} keep to the budget")
 
     def _back_off(self, model: str, failed: int, error: Exception) -> None:
         """Halve the batch that failed, or at batch 1 move the model to the CPU; re-raise when neither is left."""
@@ -130,7 +133,7 @@ class AdaptiveBatcher:
             with self._lock:
                 self._sizes[model] = min(self._sizes.get(model, self.default), smaller)
                 self._steps.append(BatchStep(model, "halved", failed, smaller, reason))
-            self.notify(f"slimfuse: warning: {model} ran out of memory on a batch of {failed}; "
+            LOG.warning(f"{model} ran out of memory on a batch of {failed}; "
                         f"retrying with batches of {smaller}")
             return
         if not self.pool.on_gpu(model):
@@ -138,4 +141,4 @@ class AdaptiveBatcher:
         self.pool.move_to_cpu(model)
         with self._lock:
             self._steps.append(BatchStep(model, "moved_to_cpu", 1, 1, reason))
-        self.notify(f"slimfuse: warning: {model} ran out of device memory on a single item; running it on the CPU")
+        LOG.warning(f"{model} ran out of device memory on a single item; running it on the CPU")

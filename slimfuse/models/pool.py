@@ -14,6 +14,7 @@ verifies them (sha256, origin, gate verdict) before their first load, and the ca
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -28,6 +29,8 @@ from slimfuse.models.runtime import ModelLoadError, ProviderReport, RuntimeOptio
 from slimfuse.models.store import Notify, Store
 from slimfuse.models.validate import bind_inputs, describe, input_mismatch, session_inputs
 from slimfuse.models.variants import split_name
+
+LOG = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -79,7 +82,7 @@ class ModelPool:
         self._cpu_only: set[str] = set(self._cpu_planned)
         self._peak = 0
         # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
-        check_requested(runtime, self.provider_report, self.notify)
+        check_requested(runtime, self.provider_report, LOG.warning)
 
     def session(self, name: str) -> Session:
         """The ONNX Runtime session of catalog model `name` (or of the variant chosen for it), checked against its
@@ -175,7 +178,7 @@ class ModelPool:
         with self._cond:
             runtime = replace(self.runtime, providers=("cpu",)) if name in self._cpu_only else self.runtime
         try:
-            session = create_session(path, runtime, self.provider_report, self.notify, name)
+            session = create_session(path, runtime, self.provider_report, LOG.warning, name)
         except ModelLoadError as exc:
             expected = f"an ONNX model with inputs {describe(spec.io.inputs)}" if spec.io else "an ONNX model"
             problem = (f"expected {expected}, found a file ONNX Runtime cannot load "
@@ -210,7 +213,7 @@ class ModelPool:
                 if self._held() + size <= budget:
                     break
                 if not self._reserved:  # nothing else held or loading: the model alone is over the budget
-                    self.notify(f"slimfuse: warning: {key} ({size / 1e6:.0f} MB) is larger than the model memory "
+                    LOG.warning(f"{key} ({size / 1e6:.0f} MB) is larger than the model memory "
                                 f"budget ({budget / 1e6:.0f} MB); it is loaded alone")
                     break
                 self._cond.wait()

@@ -2,6 +2,7 @@
 $SLIMFUSE_HOME/recorded_sha256.json, read and written whole (atomically) under a lock."""
 from __future__ import annotations
 
+import logging
 import json
 import threading
 import time
@@ -10,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slimfuse.atomic import write_bytes_atomic
+
+LOG = logging.getLogger(__name__)
 
 RECORD_FILE = "recorded_sha256.json"
 
@@ -52,7 +55,7 @@ class RecordFile:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError):
-            self.notify(f"slimfuse: warning: {self.path} is unreadable; recorded model hashes are lost")
+            LOG.warning(f"{self.path} is unreadable; recorded model hashes are lost")
             return {}
         return data if isinstance(data, dict) else {}
 

@@ -3,7 +3,8 @@
 Providers are asked for by short name (cpu, cuda, tensorrt, rocm, openvino, coreml, directml), several in priority
 order; the CPU is always last in the chain. A requested provider that this onnxruntime build lacks, or that fails
 to initialise (ONNX Runtime then quietly runs the session elsewhere: `session.get_providers()` tells), is reported
-through the run's notify callback and recorded in a `ProviderReport`; with `strict_provider` it is an error instead.
+through the caller's `warn` callback (the pool's: a logged warning) and recorded in a `ProviderReport`; with
+`strict_provider` it is an error instead.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import onnxruntime as ort
 from slimfuse.atomic import Notify
 from slimfuse.errors import ProviderUnavailableError
 from slimfuse.memory.limit import is_allocation_failure
+
 
 
 PROVIDERS: dict[str, str] = {
@@ -190,7 +192,7 @@ class ProviderProblem:
     @property
     def message(self) -> str:
         instead = "the CPU" if self.instead == "cpu" else LABELS.get(self.instead, self.instead)
-        return f"slimfuse: warning: {LABELS[self.provider]} execution provider unavailable ({self.reason}); using {instead}"
+        return f"{LABELS[self.provider]} execution provider unavailable ({self.reason}); using {instead}"
 
 
 @dataclass
@@ -246,7 +248,7 @@ def available_providers() -> list[str]:
     return list(ort.get_available_providers())
 
 
-def check_requested(options: RuntimeOptions, report: ProviderReport, notify: Notify) -> tuple[str, ...]:
+def check_requested(options: RuntimeOptions, report: ProviderReport, warn: Notify) -> tuple[str, ...]:
     """The requested providers this onnxruntime build has; each missing one is reported (or refused if strict)."""
     available = set(available_providers())
     usable = tuple(name for name in options.providers if PROVIDERS[name] in available)
@@ -255,20 +257,20 @@ def check_requested(options: RuntimeOptions, report: ProviderReport, notify: Not
         if PROVIDERS[name] in available:
             continue
         fallback = next((other for other in usable if other != name), "cpu")
-        _problem(options, report, notify, ProviderProblem(
+        _problem(options, report, warn, ProviderProblem(
             name, f"not in this onnxruntime build, which offers {offered}", fallback, None))
     return usable
 
 
 def create_session(path: Path, options: RuntimeOptions, report: ProviderReport | None = None,
-                   notify: Notify | None = None, model: str | None = None) -> ort.InferenceSession:
+                   warn: Notify | None = None, model: str | None = None) -> ort.InferenceSession:
     """A session for the model at `path` on the first requested provider that works.
 
     Raises ModelLoadError when the file cannot be loaded even on the CPU, and ProviderUnavailableError when a
     requested provider is missing or fails to initialise under `strict_provider`."""
     report = report if report is not None else ProviderReport(options.providers)
-    notify = notify if notify is not None else (lambda message: None)
-    usable = check_requested(options, report, notify)
+    warn = warn if warn is not None else (lambda message: None)
+    usable = check_requested(options, report, warn)
     settings = session_options(options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ORT warns in Python about providers it lacks; we report those ourselves
@@ -290,27 +292,27 @@ def create_session(path: Path, options: RuntimeOptions, report: ProviderReport |
                 raise ModelLoadError(_first_line(cpu_exc)) from cpu_exc
             for name in usable:
                 if name != "cpu":
-                    _problem(options, report, notify,
+                    _problem(options, report, warn,
                              ProviderProblem(name, f"failed to initialise: {_first_line(exc)}", "cpu", model))
     active = session.get_providers()
     for name in usable:
         if name == "cpu" or PROVIDERS[name] in active:
             continue
         instead = next((short_name(p) for p in active if _known(p)), "cpu")
-        _problem(options, report, notify, ProviderProblem(
+        _problem(options, report, warn, ProviderProblem(
             name, "failed to initialise (missing GPU libraries or device?)", instead, model))
     if model is not None:
         report.record_use(model, active)
     return session
 
 
-def _problem(options: RuntimeOptions, report: ProviderReport, notify: Notify, problem: ProviderProblem) -> None:
+def _problem(options: RuntimeOptions, report: ProviderReport, warn: Notify, problem: ProviderProblem) -> None:
     if options.strict_provider:
         raise ProviderUnavailableError(detail=(
             f"{LABELS[problem.provider]} execution provider unavailable ({problem.reason}); "
             "--strict-provider forbids running elsewhere"))
     if report.add_problem(problem):
-        notify(problem.message)
+        warn(problem.message)
 
 
 def _known(provider: str) -> bool:

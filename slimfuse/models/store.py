@@ -14,7 +14,6 @@ nothing pickled.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ import platformdirs
 
 from slimfuse.atomic import Notify, write_bytes_atomic
 from slimfuse.errors import GateFailedError, ModelCorruptError, ModelInvalidError, ModelUnavailableError, SlimfuseError
+from slimfuse.log import notice
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.fetch import Fetcher
 from slimfuse.models.files import move_aside, sha256_file
@@ -59,7 +59,8 @@ class Store:
     home: Path = field(default_factory=default_home)
     models_dir: Path | None = None
     catalog: Catalog = field(default_factory=Catalog)
-    notify: Notify = lambda message: print(message, file=sys.stderr)
+    notify: Notify = notice
+    """How notices reach the user (default: the "slimfuse" logger, at INFO)."""
     _verified: set[Path] = field(default_factory=set)
     _digests: dict[Path, str] = field(default_factory=dict)
     _records: RecordFile = field(init=False)
@@ -230,5 +231,5 @@ class Store:
 
     def _record(self, spec: ModelSpec, path: Path, digest: str) -> None:
         self._records.record(spec.name, path, digest)
-        self.notify(f"slimfuse: {spec.name}: sha256 {digest} of {path} recorded (trust on first use); "
+        self.notify(f"{spec.name}: sha256 {digest} of {path} recorded (trust on first use); "
                     "later loads are verified against it")

@@ -228,13 +228,13 @@ def ensure_gated(store: Store, name: str, notify: Notify = lambda message: None,
         return record
     if sha256_file(path) != record.sha256:
         return record  # the store refuses it, naming the mismatch
-    notify(f"slimfuse: {name}: gating the variant against {base} before its first use")
+    notify(f"{name}: gating the variant against {base} before its first use")
     shop = workshop or Workshop(store, notify)
     target = resolve(store, base, OptimizeRequest(technique=variant))
     result = gate_file(target, variant, path, spec.gate, shop.subject(target, spec.gate.metric, "gate"))
     updated = replace(record, verdict=result.verdict, gate=result.to_dict())
     store.put_variant(path, None, updated)
-    notify(f"slimfuse: {result.summary()}")
+    notify(f"{result.summary()}")
     return updated
 
 

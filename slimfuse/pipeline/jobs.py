@@ -2,6 +2,7 @@
 checked before any work, the run built, the image or video swapped, and the run report written (on error too)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from slimfuse.models.store import Notify
 from slimfuse.pipeline.frames import FrameStats
 from slimfuse.pipeline.image import swap_image_file
 from slimfuse.pipeline.report import RunReport
-from slimfuse.pipeline.run import LOG, build_run
+from slimfuse.pipeline.run import build_run
 from slimfuse.pipeline.video import Progress, VideoSwapJob
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None 
             try:
                 run_report.write(error=error)
             except OSError as exc:  # the run's own error is the one to report
-                (notify or LOG.warning)(f"slimfuse: warning: {report}: cannot write the run report ({exc})")
+                LOG.warning(f"{report}: cannot write the run report ({exc})")
         raise
     if run_report is not None:
         try:

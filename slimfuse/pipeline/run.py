@@ -19,6 +19,7 @@ from slimfuse.faces.blazeface import DetectorOptions
 from slimfuse.faces.recognize import Recognizer, build_recognizer, recognizer_models
 from slimfuse.faces.select import FaceSelector
 from slimfuse.faces.types import Face
+from slimfuse.log import notice
 from slimfuse.media.c2pa_sign import C2paSigner, check_signer
 from slimfuse.media.image_io import read_image
 from slimfuse.media.provenance import ProvenanceLabel
@@ -35,13 +36,9 @@ from slimfuse.pipeline.residency import Residency
 from slimfuse.pipeline.reuse import ReuseOptions
 from slimfuse.processors.base import SourcePhoto
 
-LOG = logging.getLogger("slimfuse")
+LOG = logging.getLogger(__name__)
 # Reuse threshold when --reuse-threshold is not given and the swapper is a neural generator (grey levels).
 NEURAL_REUSE_THRESHOLD = 2.0
-
-
-def _log_notice(message: str) -> None:
-    LOG.info(message)
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,7 @@ class Run:
         for later in range(1, len(found)):
             for earlier in range(later):
                 if recognizer.distance(descriptors[later], descriptors[earlier]) > recognizer.same_person:
-                    self.notify(f"slimfuse: warning: {found[later][0].label}: this face looks like a different "
+                    LOG.warning(f"{found[later][0].label}: this face looks like a different "
                                 f"person from {found[earlier][0].label}")
                     break
 
@@ -194,7 +191,7 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     first use); store: the model store (default: $SLIMFUSE_HOME's, with config's --models-dir). Raises
     MemoryBudgetError before any model is loaded when the job cannot fit its --memory-budget."""
     if store is None:
-        store = Store(home=default_home(), models_dir=config.runtime.models_dir, notify=notify or _log_notice)
+        store = Store(home=default_home(), models_dir=config.runtime.models_dir, notify=notify or notice)
     spec = ChainSpec.of(config)
     faces = config.faces
     plan = plan_run(config, run_models(config, store.catalog), store, target)

@@ -15,7 +15,7 @@ from slimfuse.models.download import SourceFailed
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import SourcePhoto
-from slimfuse.processors.onnx_swap import OnnxSwapProcessor
+from slimfuse.processors.onnx_swap import swap_source
 from slimfuse.samples import GRACE_HOPPER_FACE
 
 
@@ -48,8 +48,7 @@ def test_neural_swap_and_enhancer(placed: Path, tmp_path: Path, capsys: pytest.C
     captured = capsys.readouterr()
     assert code == 0 and captured.out.strip() == str(output) and captured.err == ""
     pool = ModelPool(Store(models_dir=placed, notify=lambda message: None))
-    processor = OnnxSwapProcessor(pool, "inswapper_128")
-    source = processor.prepare([SourcePhoto(image=astronaut, face=FaceAnalyser(pool).faces(astronaut)[0])])
+    source = swap_source(pool, "inswapper_128", [SourcePhoto(image=astronaut, face=FaceAnalyser(pool).faces(astronaut)[0])])
     tint = nm.tint_of(source.tensor, TINT)[0] * 255.0
     x0, y0, x1, y1 = GRACE_HOPPER_FACE
     result = np.asarray(Image.open(output).convert("RGB")).astype(float)

@@ -73,18 +73,17 @@ def wrap(monkeypatch: pytest.MonkeyPatch, pool: ModelPool, model: str, fails: Ca
     return calls
 
 
-def test_a_failed_batch_is_halved_and_the_same_items_retried(batch_pool: ModelPool,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_batch_is_halved_and_the_same_items_retried(batch_pool: ModelPool, monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
     model = "gfpgan_1.4"
     items = np.random.default_rng(3).random((7, 3, 512, 512), dtype=np.float32)
     expected = AdaptiveBatcher(batch_pool).run(model, {"input": items})
-    messages: list[str] = []
     calls = wrap(monkeypatch, batch_pool, model, first_call_over(2))
-    batcher = AdaptiveBatcher(batch_pool, {model: 8}, notify=messages.append)
+    batcher = AdaptiveBatcher(batch_pool, {model: 8})
     assert np.array_equal(batcher.run(model, {"input": items}), expected)  # nothing dropped, duplicated or moved
     assert calls == [7, 3, 3, 1] and batcher.size(model) == 3
     assert batcher.steps() == [BatchStep(model, "halved", 7, 3, ORT_OOM)]
-    assert batcher.to_dict()["steps"][0]["action"] == "halved" and "batches of 3" in messages[0]
+    assert batcher.to_dict()["steps"][0]["action"] == "halved" and "batches of 3" in caplog.text
 
 
 def test_halving_goes_down_to_one_then_the_error_stands_on_the_cpu(batch_pool: ModelPool,

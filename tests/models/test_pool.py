@@ -110,12 +110,12 @@ def test_release_and_counts(tmp_path: Path, placed: tuple[Path, dict[str, int]])
 
 
 def test_a_model_larger_than_the_budget_is_loaded_alone_with_a_warning(
-        tmp_path: Path, placed: tuple[Path, dict[str, int]]) -> None:
+        tmp_path: Path, placed: tuple[Path, dict[str, int]], caplog: pytest.LogCaptureFixture) -> None:
     folder, sizes = placed
-    messages: list[str] = []
-    store = Store(home=tmp_path / "home", models_dir=folder, notify=messages.append)
+    store = Store(home=tmp_path / "home", models_dir=folder)
     pool = ModelPool(store, budget_bytes=sizes["gfpgan_1.3"])
     pool.session("gfpgan_1.2")
     pool.session("gpen_bfr_512")
     assert pool.stats().resident == ("gpen_bfr_512",)
-    assert any("larger than the model memory budget" in message for message in messages)
+    assert [record.levelname for record in caplog.records if "larger than the model memory budget"
+            in record.getMessage()] == ["WARNING"]

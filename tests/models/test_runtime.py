@@ -74,7 +74,7 @@ def test_a_missing_provider_is_reported_once_and_the_cpu_used(model_file: Path) 
         session = create_session(model_file, options, report, messages.append, "gfpgan_1.4")
     assert session.get_providers() == ["CPUExecutionProvider"]
     assert len(messages) == 1
-    assert messages[0].startswith("slimfuse: warning: CUDA execution provider unavailable (not in this onnxruntime")
+    assert messages[0].startswith("CUDA execution provider unavailable (not in this onnxruntime")
     assert messages[0].endswith("; using the CPU")
     assert report.fell_back and report.to_dict()["problems"][0]["provider"] == "cuda"
     assert report.used == {"gfpgan_1.4": ("cpu",)}
@@ -88,7 +88,7 @@ def test_a_provider_that_fails_to_initialise_is_caught(model_file: Path, monkeyp
     report = ProviderReport(("cuda",))
     session = create_session(model_file, RuntimeOptions(providers=("cuda",)), report, messages.append, "m")
     assert session.get_providers() == ["CPUExecutionProvider"]
-    assert messages == ["slimfuse: warning: CUDA execution provider unavailable (failed to initialise (missing GPU "
+    assert messages == ["CUDA execution provider unavailable (failed to initialise (missing GPU "
                         "libraries or device?)); using the CPU"]
     assert report.problems[0].model == "m"
     with pytest.raises(ProviderUnavailableError) as caught:
@@ -108,5 +108,5 @@ def test_next_requested_provider_is_named_as_the_fallback(monkeypatch: pytest.Mo
     usable = check_requested(RuntimeOptions(providers=("tensorrt", "cuda")), ProviderReport(("tensorrt", "cuda")),
                              messages.append)
     assert usable == ("cuda",)
-    assert messages[0].startswith("slimfuse: warning: TensorRT execution provider unavailable") and \
+    assert messages[0].startswith("TensorRT execution provider unavailable") and \
         messages[0].endswith("; using CUDA")

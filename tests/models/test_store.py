@@ -21,7 +21,8 @@ PREDICTOR = "dlib_shape_predictor_5"
 
 
 
-def test_corrupt_model_is_removed_and_fetched_again(tmp_path: Path, store: Store) -> None:
+def test_corrupt_model_is_removed_and_fetched_again(tmp_path: Path, store: Store,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
     real = store.path(PREDICTOR)
     placed = tmp_path / "placed"
     placed.mkdir()
@@ -34,7 +35,8 @@ def test_corrupt_model_is_removed_and_fetched_again(tmp_path: Path, store: Store
     fresh = Store(home=home, models_dir=placed, notify=messages.append)
     path = fresh.path(PREDICTOR)
     assert sha256_file(path) == fresh.catalog.get(PREDICTOR).sha256
-    assert any("failed sha256" in message and "fetching it again" in message for message in messages)
+    assert any(record.levelname == "WARNING" and "failed sha256" in record.getMessage()
+               and "fetching it again" in record.getMessage() for record in caplog.records)
     assert fresh.status(PREDICTOR).verified
 
 

@@ -117,11 +117,11 @@ def run_report(name: str, options: ReportOptions = ReportOptions(),
     architecture = ARCHITECTURES[name]
     with tempfile.TemporaryDirectory(prefix="slimfuse-report-") as folder:
         workspace = Workspace.in_folder(Path(folder))
-        notify(f"slimfuse: preparing {name} (weights, segments, {options.prune_ratio:.0%} pruning)")
+        notify(f"preparing {name} (weights, segments, {options.prune_ratio:.0%} pruning)")
         techniques = prepare(architecture, options, workspace)
         measured = []
         for technique in techniques:
-            notify(f"slimfuse: measuring {name} {technique} on {options.device}")
+            notify(f"measuring {name} {technique} on {options.device}")
             measured.append(measure_apart(Job(name, options.width, options.size, technique, options.device, options.frames,
                                               workspace)))
     baseline = next(measurement for measurement in measured if measurement.technique == FP32)
