@@ -24,15 +24,18 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import cv2
 import numpy as np
 from PIL import Image
+from unittest import mock
 
 from slimfuse.metrics import psnr
+from slimfuse.processors.mesh_swap import MeshSwapOptions
 
 PAIRS = (("astronaut", "grace_hopper"), ("grace_hopper", "astronaut"))
 CENTRAL = 0.6
@@ -213,18 +216,24 @@ class Swapper:
 
     def __init__(self, store: object = None) -> None:
         self.store = store
-        self._runs: dict[tuple[int, tuple[tuple[str, object], ...]], object] = {}
+        self._runs: dict[tuple[int, str], object] = {}
 
     def _swapper(self, source: np.ndarray, options: dict[str, object]):  # type: ignore[no-untyped-def]
         from slimfuse.api import Swapper as ApiSwapper
 
-        key = (id(source), tuple(sorted(options.items())))
+        key = (id(source), repr(sorted(options.items())))
         if key not in self._runs:
-            self._runs[key] = (ApiSwapper([source], **options), source)  # the source is held so its id stays its own
+            mesh = options.pop("mesh", {})
+            assert isinstance(mesh, dict)
+            with _mesh_options(mesh):
+                api = ApiSwapper([source], **options)
+                api.swap_image(source)  # builds the chain now, under the mesh options
+            self._runs[key] = (api, source)  # the source is held so its id stays its own
         return self._runs[key][0]  # type: ignore[index]
 
     def __call__(self, source: np.ndarray, target: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
-        """(output frame, changed mask) of the swap of `source`'s face onto `target`'s."""
+        """(output frame, changed mask) of the swap of `source`'s face onto `target`'s. options: the API's, and
+        `mesh`: MeshSwapOptions fields that have no command-line option yet."""
         out = self._swapper(source, options).swap_image(target)
         return out, (out != target).any(axis=2)
 
@@ -236,6 +245,23 @@ class Swapper:
         for swapper, _ in self._runs.values():  # type: ignore[misc]
             swapper.close()
         self._runs.clear()
+
+
+@contextmanager
+def _mesh_options(overrides: dict[str, object]) -> Iterator[None]:
+    """While the API builds its chain, the mesh swapper gets `overrides` on top of the options it is given."""
+    from slimfuse.pipeline import chain
+
+    if not overrides:
+        yield
+        return
+    plain = chain.MeshSwapOptions
+
+    def options(**given: object) -> MeshSwapOptions:
+        return plain(**{**given, **overrides})  # type: ignore[arg-type]
+
+    with mock.patch.object(chain, "MeshSwapOptions", options):
+        yield
 
 
 # ------------------------------------------------------------------------------------------------- figures
@@ -423,6 +449,22 @@ class QualityBench:
         r.add("... with eye_region=target", "source rims in the output", share_t, "<= 0.005", share_t <= 0.005)
         d_t = self.judge.distance(with_t, a)
         r.add("... with eye_region=target", "identity: to source", d_t, "<= 0.45", d_t <= 0.45)
+        # the same two with the target's rims detected and kept, and the source's inpainted
+        rims_opts: dict[str, object] = {"mesh": {"keep_occluders": True, "remove_source_glasses": True}}
+        out_o, _ = self.swap(a, tg, **rims_opts)
+        kept_o = float((np.abs(out_o.astype(np.int16) - tg.astype(np.int16)).max(axis=2)[rims] <= 24).mean())
+        r.add("... with keep_occluders, remove_source_glasses", "target's rims kept", kept_o, ">= 0.95", kept_o >= 0.95)
+        with_o, _ = self.swap(sg, g, **rims_opts)
+        plain_o, _ = self.swap(a, g, **rims_opts)
+        share_o = float(((gray(plain_o) - gray(with_o))[zone] > 40).mean())
+        r.add("... with keep_occluders, remove_source_glasses", "source rims in the output", share_o, "<= 0.005",
+              share_o <= 0.005)
+        d_o = self.judge.distance(plain_o, a)
+        r.add("... with keep_occluders, remove_source_glasses", "identity: to source (her own glasses kept)", d_o,
+              "<= 0.45", d_o <= 0.45)
+        self.crops.append(Crop("astronaut_to_grace_hopper_glasses_kept", tg, out_o, gbox, (0.0, 0.1, 1.0, 0.6)))
+        self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper_removed", g, with_o, gbox,
+                               (0.0, 0.1, 1.0, 0.6)))
         self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper", g, with_glasses, gbox, (0.0, 0.1, 1.0, 0.6)))
 
     def open_mouth(self, r: Results) -> None:
