@@ -60,8 +60,8 @@ class MeshSwapOptions:
     # inpainted from the surrounding skin before the warp
     occluder_darkness: float = 60.0  # levels darker than the surroundings that make a line such an occluder
     occluder_length: float = 0.25  # ... if it runs on for at least this (of the face size)
-    rims_reach: float = 0.12  # rims are looked for this far past the eyelid rings
-    occluder_width: float = 0.03  # the widest line that counts (half-width, of the face size)
+    rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
+    occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
     blend: Literal["feather", "poisson"] = "feather"
     poisson_max_shift: float = 12.0  # Poisson blending moves the colour-corrected face by at most this (levels)
     mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
@@ -273,13 +273,24 @@ class MeshSwapper:
         features = [lm[self._rings[k], :2] for k in ("left_eye", "right_eye")]
         sd = mask_ops.polygons_signed_distance(shape, features, 0.05 * size)
         spared = mask_ops.soft_from_distance(shape, sd, 0.025 * size, 1.0) > 0
-        lines = self._rims(self._darkness(image, size), size, zone) & ~spared
+        darkness = self._darkness(image, size)
+        lines = self._rims(darkness, size, zone) & ~spared
         if not lines.any():
             return image
+        # Hysteresis: fainter parts of the same lines (their soft edges, where they cross a brow) go too.
+        weak = ((darkness > 0.5 * self.options.occluder_darkness) & zone & ~spared).astype(np.uint8)
+        count, labels = cv2.connectedComponents(weak, connectivity=8)
+        touched = np.zeros(count, bool)
+        touched[np.unique(labels[lines])] = True
+        touched[0] = False
+        lines = touched[labels]
         grow = max(1, int(round(0.008 * size)))
-        lines = cv2.dilate(lines.astype(np.uint8) * 255, cv2.getStructuringElement(cv2.MORPH_ELLIPSE,
-                                                                                   (2 * grow + 1,) * 2))
-        return cv2.inpaint(image, lines, max(2.0, 0.02 * size), cv2.INPAINT_TELEA)
+        hole = cv2.dilate(lines.astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
+        # Filled from the skin around it only (not from brows, lashes or the rims' own soft edges), so no dark
+        # smear is dragged in.
+        skin = (hole == 0) & (darkness < 0.5 * self.options.occluder_darkness)
+        fill = color_ops.normalized_blur(image.astype(np.float32), skin.astype(np.float32), max(1.0, 0.02 * size))
+        return np.where(hole[..., None] > 0, np.clip(np.rint(fill), 0, 255), image).astype(np.uint8)
 
     def _darkness(self, image: np.ndarray, size: float) -> np.ndarray:
         """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide."""
@@ -307,9 +318,9 @@ class MeshSwapper:
         if not lines.any():
             return np.zeros(shape, np.float32)
         occl = lines.astype(np.uint8) * 255
-        grow = max(1, int(round(0.02 * size)))  # past the feather and past what the source's inpainting took
+        grow = max(1, int(round(0.01 * size)))  # the rims' soft edges too, and little of the skin beside them
         occl = cv2.dilate(occl, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
-        return mask_ops.eroded_feather(occl, 0.0, max(1.0, 0.01 * size))
+        return mask_ops.eroded_feather(occl, 0.0, max(1.0, 0.005 * size))
 
     # ------------------------------------------------------------------------------------------- swap
 
