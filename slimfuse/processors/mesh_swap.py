@@ -63,7 +63,7 @@ class MeshSwapOptions:
     rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
     occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
     blend: Literal["feather", "poisson"] = "feather"
-    poisson_max_shift: float = 12.0  # Poisson blending moves the colour-corrected face by at most this (levels)
+    poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
     mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
     mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
