@@ -20,7 +20,12 @@ No neural generator. Per target face:
    head pose is not mistaken for shape. The shift is 0 on the face outline and on a kept mouth, fades out
    with the mask, and moves the target pixels under the feathered edge along with the face, so nothing
    ghosts. Texture alone leaves the target's feature layout, which the identity embedding weighs heavily.
-7. Blend: feathered alpha by default, or Poisson (`cv2.seamlessClone`) inside a tight mask.
+7. Fine detail: the skin's finest luma band is brought near the target's (a wrinkled source on a smooth face
+   damped to about twice the target's energy; a smaller, magnified source topped up with the target's band).
+8. Glasses (both optional): `keep_occluders` keeps rim-like lines of the target's eye region (thin, clearly darker
+   than their surroundings, long, and not in the warped source) in front of the swapped face;
+   `remove_source_glasses` fills such lines in the source, eyes spared, from the skin around them before the warp.
+9. Blend: feathered alpha by default, or Poisson (`cv2.seamlessClone`) inside a tight mask.
 
 Everything runs on the face's bounding region of the crop; pixels where the returned alpha is 0 are the
 input crop's, bit for bit.
