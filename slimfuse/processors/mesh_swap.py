@@ -63,7 +63,7 @@ class MeshSwapOptions:
     # rims) stay in front
     remove_source_glasses: bool = False  # thin dark lines around the source's eyes (rims, not eyes or brows) are
     # inpainted from the surrounding skin before the warp
-    occluder_darkness: float = 60.0  # levels darker than the surroundings that make a line such an occluder
+    occluder_darkness: float = 0.5  # a line this much darker than its surroundings (share of their brightness)
     occluder_length: float = 0.25  # ... if it runs on for at least this (of the face size)
     rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
     occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
@@ -78,7 +78,8 @@ class MeshSwapOptions:
     pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
     lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
-    detail_transfer: float = 0.6  # at most this share of the target's finest detail is carried into a source
+    magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
+    detail_transfer: float = 0.5  # at most this share of the target's finest detail is carried into a source
     # that has less of it (a smaller, magnified source)
     detail_floor: float = 0.5  # a source with more fine detail than the target keeps at least this share of it
     detail_limit: float = 1000.0  # ... with a soft limit (levels) on its amplitude: texture passes, edges stay faint
@@ -116,6 +117,8 @@ class MeshSwapOptions:
             raise ValueError("max_stretch must be at least 1")
         if not 0.0 <= self.detail_floor <= 1.0 or not 0.0 <= self.detail_transfer <= 1.0:
             raise ValueError("detail_floor and detail_transfer must lie in [0, 1]")
+        if self.magnify_sharpen < 0:
+            raise ValueError("magnify_sharpen must be >= 0")
         if self.occluder_width <= 0 or self.rims_reach < 0:
             raise ValueError("occluder_width must be > 0 and rims_reach >= 0")
         if self.max_source_face < 32:
@@ -165,16 +168,20 @@ class SourceFace:
         """The upsampling factor (1, 2 or 4) for a target face `ratio` times the source face's size."""
         return 1 if ratio < 1.3 else 2 if ratio < 2.6 else 4
 
-    def upsampled(self, factor: int) -> np.ndarray:
-        """The source image magnified `factor` times with Lanczos (made once, then cached); pixel centres map as
-        x' = (x + 0.5) * factor - 0.5."""
-        cache: dict[int, np.ndarray] = self._upsampled  # type: ignore[attr-defined]
-        if factor not in cache:
+    def upsampled(self, factor: int, sharpen: float = 0.0) -> np.ndarray:
+        """The source image magnified `factor` times with Lanczos, then unsharp-masked by `sharpen` at the source's
+        own pixel scale (made once, then cached); pixel centres map as x' = (x + 0.5) * factor - 0.5."""
+        cache: dict[tuple[int, float], np.ndarray] = self._upsampled  # type: ignore[attr-defined]
+        if (factor, sharpen) not in cache:
             img = self.image
             big = cv2.resize(img, (img.shape[1] * factor, img.shape[0] * factor), interpolation=cv2.INTER_LANCZOS4)
+            if sharpen > 0:
+                f = big.astype(np.float32)
+                f += np.float32(sharpen) * (f - cv2.GaussianBlur(f, (0, 0), 0.5 * factor))
+                big = np.clip(np.rint(f), 0, 255).astype(np.uint8)
             big.setflags(write=False)
-            cache[factor] = big
-        return cache[factor]
+            cache[(factor, sharpen)] = big
+        return cache[(factor, sharpen)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,8 +305,11 @@ class MeshSwapper:
         return np.where(hole[..., None] > 0, np.clip(np.rint(fill), 0, 255), image).astype(np.uint8)
 
     def _darkness(self, image: np.ndarray, size: float) -> np.ndarray:
-        """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide."""
-        return mask_ops.dark_lines(image.astype(np.float32) @ _LUMA, self.options.occluder_width * size)
+        """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide, as a
+        share of the surroundings' brightness (a rim is nearly black on skin; a crease only a little darker)."""
+        luma = image.astype(np.float32) @ _LUMA
+        dark = mask_ops.dark_lines(luma, self.options.occluder_width * size)
+        return dark / (luma + dark + 1.0)
 
     def _rims(self, darkness: np.ndarray, size: float, zone: np.ndarray) -> np.ndarray:
         """Rim-like lines in `zone` (bool): `darkness` above `occluder_darkness` in a component spanning at least
@@ -319,11 +329,11 @@ class MeshSwapper:
         near = max(1, int(round(0.01 * size)))
         in_source = cv2.dilate(self._darkness(warped, size),
                                cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * near + 1,) * 2))
-        lines = self._rims(self._darkness(target, size) - in_source, size, zone)
+        lines = self._rims(self._darkness(target, size) - 0.5 * in_source, size, zone)
         if not lines.any():
             return np.zeros(shape, np.float32)
         occl = lines.astype(np.uint8) * 255
-        grow = max(1, int(round(0.01 * size)))  # the rims' soft edges too, and little of the skin beside them
+        grow = max(1, int(round(0.005 * size)))  # the rims' soft edges too, and little of the skin beside them
         occl = cv2.dilate(occl, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
         return mask_ops.eroded_feather(occl, 0.0, max(1.0, 0.005 * size))
 
@@ -379,7 +389,7 @@ class MeshSwapper:
         level = 0 if ratio >= 1.0 else int(min(math.floor(math.log2(1.0 / ratio)), len(source.levels) - 1))
         up = source.magnified(ratio) if level == 0 else 1
         if up > 1:
-            src_img = source.upsampled(up)
+            src_img = source.upsampled(up, opt.magnify_sharpen)
             ls = (source.landmarks + np.float32(0.5)) * np.float32(up) - np.float32(0.5)
             ls[:, 2] = source.landmarks[:, 2] * np.float32(up)
         else:
