@@ -101,6 +101,12 @@ class SwapOptions:
     eye_region: EyeRegion = "source"
     """The mesh swapper's eye region: the source's, or the target's whole eye region (its glasses stay in front and
     a source's glasses never show, at a cost in likeness)."""
+    keep_occluders: bool = False
+    """The mesh swapper keeps thin dark lines of the target's eye region that the source lacks (glasses rims,
+    temple arms) in front of the swapped face."""
+    remove_source_glasses: bool = False
+    """The mesh swapper fills thin dark lines around the source's eyes (glasses rims) from the skin around them
+    before the warp, so a source's glasses do not come along."""
     blend: BlendMode = "feather"
 
     def __post_init__(self) -> None:

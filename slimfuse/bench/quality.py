@@ -213,18 +213,18 @@ class Swapper:
 
     def __init__(self, store: object = None) -> None:
         self.store = store
-        self._runs: dict[tuple[int, tuple[tuple[str, object], ...]], object] = {}
+        self._runs: dict[tuple[int, str], object] = {}
 
     def _swapper(self, source: np.ndarray, options: dict[str, object]):  # type: ignore[no-untyped-def]
         from slimfuse.api import Swapper as ApiSwapper
 
-        key = (id(source), tuple(sorted(options.items())))
+        key = (id(source), repr(sorted(options.items())))
         if key not in self._runs:
             self._runs[key] = (ApiSwapper([source], **options), source)  # the source is held so its id stays its own
         return self._runs[key][0]  # type: ignore[index]
 
     def __call__(self, source: np.ndarray, target: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
-        """(output frame, changed mask) of the swap of `source`'s face onto `target`'s."""
+        """(output frame, changed mask) of the swap of `source`'s face onto `target`'s. options: the API's."""
         out = self._swapper(source, options).swap_image(target)
         return out, (out != target).any(axis=2)
 
@@ -423,6 +423,22 @@ class QualityBench:
         r.add("... with eye_region=target", "source rims in the output", share_t, "<= 0.005", share_t <= 0.005)
         d_t = self.judge.distance(with_t, a)
         r.add("... with eye_region=target", "identity: to source", d_t, "<= 0.45", d_t <= 0.45)
+        # the same two with the target's rims detected and kept, and the source's inpainted
+        rims_opts: dict[str, object] = {"keep_occluders": True, "remove_source_glasses": True}
+        out_o, _ = self.swap(a, tg, **rims_opts)
+        kept_o = float((np.abs(out_o.astype(np.int16) - tg.astype(np.int16)).max(axis=2)[rims] <= 24).mean())
+        r.add("... with --keep-occluders --remove-source-glasses", "target's rims kept", kept_o, ">= 0.95", kept_o >= 0.95)
+        with_o, _ = self.swap(sg, g, **rims_opts)
+        plain_o, _ = self.swap(a, g, **rims_opts)
+        share_o = float(((gray(plain_o) - gray(with_o))[zone] > 40).mean())
+        r.add("... with --keep-occluders --remove-source-glasses", "source rims in the output", share_o, "<= 0.005",
+              share_o <= 0.005)
+        d_o = self.judge.distance(plain_o, a)
+        r.add("... with --keep-occluders --remove-source-glasses", "identity: to source (her own glasses kept)", d_o,
+              "<= 0.45", d_o <= 0.45)
+        self.crops.append(Crop("astronaut_to_grace_hopper_glasses_kept", tg, out_o, gbox, (0.0, 0.1, 1.0, 0.6)))
+        self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper_removed", g, with_o, gbox,
+                               (0.0, 0.1, 1.0, 0.6)))
         self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper", g, with_glasses, gbox, (0.0, 0.1, 1.0, 0.6)))
 
     def open_mouth(self, r: Results) -> None:

@@ -129,6 +129,12 @@ def _add_face_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eye-region", metavar="source|target",
                         help="the mesh swapper's eyes and glasses: the source's (default), or the target's whole eye "
                         "region, so its glasses stay in front and a source's never show (less likeness)")
+    parser.add_argument("--keep-occluders", action=argparse.BooleanOptionalAction,
+                        help="the mesh swapper keeps the target's glasses rims and other thin dark lines in front "
+                        "(default off: it costs likeness when the target wears glasses)")
+    parser.add_argument("--remove-source-glasses", action=argparse.BooleanOptionalAction,
+                        help="the mesh swapper fills the source's glasses rims from the skin around them before the "
+                        "warp (default off)")
     parser.add_argument("--blend", metavar="feather|poisson", help="feathered alpha (default) or Poisson blending")
     parser.add_argument("--execution-thread-count", type=int, metavar="N",
                         help="ONNX Runtime threads per model; 0 (default) = one per core for images, 1 for videos")

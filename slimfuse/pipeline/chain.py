@@ -86,7 +86,8 @@ class ChainSpec:
         if self.swapper is None:
             swap = config.swap
             options = MeshSwapOptions(keep_mouth=swap.keep_mouth, keep_eyes=swap.keep_eyes, eye_region=swap.eye_region,
-                                      blend=swap.blend)
+                                      keep_occluders=swap.keep_occluders,
+                                      remove_source_glasses=swap.remove_source_glasses, blend=swap.blend)
             processors.append(MeshSwapProcessor(topology, options, face_size))
         else:
             try:

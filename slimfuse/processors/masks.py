@@ -156,3 +156,11 @@ def smoothstep(x: np.ndarray) -> np.ndarray:
     """3t^2 - 2t^3 of t = clip(x, 0, 1), float32; exactly 0 for x <= 0 and exactly 1 for x >= 1."""
     t = np.clip(np.asarray(x, dtype=np.float32), 0.0, 1.0)
     return (t * t * (np.float32(3.0) - np.float32(2.0) * t)).astype(np.float32)
+
+
+def dark_lines(luma: np.ndarray, width_px: float) -> np.ndarray:
+    """How much darker each pixel is than its surroundings across thin structures up to about `width_px` wide
+    (a morphological black-hat): high on rims, lashes and creases, 0 on flat skin and on wide dark areas."""
+    r = max(1, int(round(width_px)))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
+    return cv2.morphologyEx(np.asarray(luma, dtype=np.float32), cv2.MORPH_BLACKHAT, kernel)

@@ -20,7 +20,12 @@ No neural generator. Per target face:
    head pose is not mistaken for shape. The shift is 0 on the face outline and on a kept mouth, fades out
    with the mask, and moves the target pixels under the feathered edge along with the face, so nothing
    ghosts. Texture alone leaves the target's feature layout, which the identity embedding weighs heavily.
-7. Blend: feathered alpha by default, or Poisson (`cv2.seamlessClone`) inside a tight mask.
+7. Fine detail: the skin's finest luma band is brought near the target's (a wrinkled source on a smooth face
+   damped to about twice the target's energy; a smaller, magnified source topped up with the target's band).
+8. Glasses (both optional): `keep_occluders` keeps rim-like lines of the target's eye region (thin, clearly darker
+   than their surroundings, long, and not in the warped source) in front of the swapped face;
+   `remove_source_glasses` fills such lines in the source, eyes spared, from the skin around them before the warp.
+9. Blend: feathered alpha by default, or Poisson (`cv2.seamlessClone`) inside a tight mask.
 
 Everything runs on the face's bounding region of the crop; pixels where the returned alpha is 0 are the
 input crop's, bit for bit.
@@ -41,6 +46,7 @@ from slimfuse.processors import masks as mask_ops
 
 _SHIFT = 4
 _ONE = 1 << _SHIFT
+_LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,16 @@ class MeshSwapOptions:
     eye_region: Literal["source", "target"] = "source"  # "target": the target's whole eye region (where glasses
     # sit, temples included) stays: its glasses stay in front and a source's glasses never show
     glasses_reach: float = 0.06  # how far that region reaches past the eyelid rings
+    keep_occluders: bool = False  # thin dark lines in the target's eye region that the source lacks (glasses
+    # rims) stay in front
+    remove_source_glasses: bool = False  # thin dark lines around the source's eyes (rims, not eyes or brows) are
+    # inpainted from the surrounding skin before the warp
+    occluder_darkness: float = 0.5  # a line this much darker than its surroundings (share of their brightness)
+    occluder_length: float = 0.25  # ... if it runs on for at least this (of the face size)
+    rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
+    occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
     blend: Literal["feather", "poisson"] = "feather"
-    poisson_max_shift: float = 12.0  # Poisson blending moves the colour-corrected face by at most this (levels)
+    poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
     mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
     mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
@@ -64,7 +78,10 @@ class MeshSwapOptions:
     pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
     lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
-    detail_transfer: float = 0.6  # share of the target's finest detail carried into a smaller (magnified) source
+    magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
+    detail_transfer: float = 0.5  # at most this share of the target's finest detail is carried into a source
+    # that has less of it (a smaller, magnified source)
+    detail_floor: float = 0.5  # a source with more fine detail than the target keeps at least this share of it
     detail_limit: float = 1000.0  # ... with a soft limit (levels) on its amplitude: texture passes, edges stay faint
     color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
     color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
@@ -98,6 +115,12 @@ class MeshSwapOptions:
             raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
         if self.max_stretch < 1.0:
             raise ValueError("max_stretch must be at least 1")
+        if not 0.0 <= self.detail_floor <= 1.0 or not 0.0 <= self.detail_transfer <= 1.0:
+            raise ValueError("detail_floor and detail_transfer must lie in [0, 1]")
+        if self.magnify_sharpen < 0:
+            raise ValueError("magnify_sharpen must be >= 0")
+        if self.occluder_width <= 0 or self.rims_reach < 0:
+            raise ValueError("occluder_width must be > 0 and rims_reach >= 0")
         if self.max_source_face < 32:
             raise ValueError("max_source_face must be at least 32 pixels")
 
@@ -145,16 +168,20 @@ class SourceFace:
         """The upsampling factor (1, 2 or 4) for a target face `ratio` times the source face's size."""
         return 1 if ratio < 1.3 else 2 if ratio < 2.6 else 4
 
-    def upsampled(self, factor: int) -> np.ndarray:
-        """The source image magnified `factor` times with Lanczos (made once, then cached); pixel centres map as
-        x' = (x + 0.5) * factor - 0.5."""
-        cache: dict[int, np.ndarray] = self._upsampled  # type: ignore[attr-defined]
-        if factor not in cache:
+    def upsampled(self, factor: int, sharpen: float = 0.0) -> np.ndarray:
+        """The source image magnified `factor` times with Lanczos, then unsharp-masked by `sharpen` at the source's
+        own pixel scale (made once, then cached); pixel centres map as x' = (x + 0.5) * factor - 0.5."""
+        cache: dict[tuple[int, float], np.ndarray] = self._upsampled  # type: ignore[attr-defined]
+        if (factor, sharpen) not in cache:
             img = self.image
             big = cv2.resize(img, (img.shape[1] * factor, img.shape[0] * factor), interpolation=cv2.INTER_LANCZOS4)
+            if sharpen > 0:
+                f = big.astype(np.float32)
+                f += np.float32(sharpen) * (f - cv2.GaussianBlur(f, (0, 0), 0.5 * factor))
+                big = np.clip(np.rint(f), 0, 255).astype(np.uint8)
             big.setflags(write=False)
-            cache[factor] = big
-        return cache[factor]
+            cache[(factor, sharpen)] = big
+        return cache[(factor, sharpen)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,7 +271,71 @@ class MeshSwapper:
             local[:, 0] = (local[:, 0] + 0.5) * sx - 0.5
             local[:, 1] = (local[:, 1] + 0.5) * sy - 0.5
             local[:, 2] *= (sx + sy) / 2
-        return SourceFace(image=np.array(crop), landmarks=local)
+        crop = np.array(crop)
+        if self.options.remove_source_glasses:
+            crop = self._without_glasses(crop, local)
+        return SourceFace(image=crop, landmarks=local)
+
+    def _without_glasses(self, image: np.ndarray, lm: np.ndarray) -> np.ndarray:
+        """The source with thin dark lines in its glasses zone (rims, bridge, temple arms) inpainted from the skin
+        around them; the eyes with their lashes are left alone."""
+        size = float(max((lm[:, :2].max(0) - lm[:, :2].min(0)).max(), 1.0))
+        shape = image.shape[:2]
+        zone = self._glasses_zone(lm, size, shape, self.options.rims_reach) > 0.5
+        features = [lm[self._rings[k], :2] for k in ("left_eye", "right_eye")]
+        sd = mask_ops.polygons_signed_distance(shape, features, 0.05 * size)
+        spared = mask_ops.soft_from_distance(shape, sd, 0.025 * size, 1.0) > 0
+        darkness = self._darkness(image, size)
+        lines = self._rims(darkness, size, zone) & ~spared
+        if not lines.any():
+            return image
+        # Hysteresis: fainter parts of the same lines (their soft edges, where they cross a brow) go too.
+        weak = ((darkness > 0.5 * self.options.occluder_darkness) & zone & ~spared).astype(np.uint8)
+        count, labels = cv2.connectedComponents(weak, connectivity=8)
+        touched = np.zeros(count, bool)
+        touched[np.unique(labels[lines])] = True
+        touched[0] = False
+        lines = touched[labels]
+        grow = max(1, int(round(0.008 * size)))
+        hole = cv2.dilate(lines.astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
+        # Filled from the skin around it only (not from brows, lashes or the rims' own soft edges), so no dark
+        # smear is dragged in.
+        skin = (hole == 0) & (darkness < 0.5 * self.options.occluder_darkness)
+        fill = color_ops.normalized_blur(image.astype(np.float32), skin.astype(np.float32), max(1.0, 0.02 * size))
+        return np.where(hole[..., None] > 0, np.clip(np.rint(fill), 0, 255), image).astype(np.uint8)
+
+    def _darkness(self, image: np.ndarray, size: float) -> np.ndarray:
+        """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide, as a
+        share of the surroundings' brightness (a rim is nearly black on skin; a crease only a little darker)."""
+        luma = image.astype(np.float32) @ _LUMA
+        dark = mask_ops.dark_lines(luma, self.options.occluder_width * size)
+        return dark / (luma + dark + 1.0)
+
+    def _rims(self, darkness: np.ndarray, size: float, zone: np.ndarray) -> np.ndarray:
+        """Rim-like lines in `zone` (bool): `darkness` above `occluder_darkness` in a component spanning at least
+        `occluder_length` of the face, so creases, wrinkles and lashes do not count."""
+        opt = self.options
+        lines = (darkness > opt.occluder_darkness) & zone
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(lines.astype(np.uint8), connectivity=8)
+        long = np.zeros(count, bool)
+        long[1:] = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]) >= opt.occluder_length * size
+        return long[labels]
+
+    def _occluders(self, target: np.ndarray, warped: np.ndarray, v: np.ndarray, size: float) -> np.ndarray:
+        """Where the target shows something in front of its face (glasses rims): rim-like lines in its glasses
+        zone, much darker than anything the warped source has close by. Soft-edged, float32."""
+        shape = target.shape[:2]
+        zone = self._glasses_zone(v, size, shape, self.options.rims_reach) > 0.5
+        near = max(1, int(round(0.01 * size)))
+        in_source = cv2.dilate(self._darkness(warped, size),
+                               cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * near + 1,) * 2))
+        lines = self._rims(self._darkness(target, size) - 0.5 * in_source, size, zone)
+        if not lines.any():
+            return np.zeros(shape, np.float32)
+        occl = lines.astype(np.uint8) * 255
+        grow = max(1, int(round(0.005 * size)))  # the rims' soft edges too, and little of the skin beside them
+        occl = cv2.dilate(occl, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
+        return mask_ops.eroded_feather(occl, 0.0, max(1.0, 0.005 * size))
 
     # ------------------------------------------------------------------------------------------- swap
 
@@ -298,7 +389,7 @@ class MeshSwapper:
         level = 0 if ratio >= 1.0 else int(min(math.floor(math.log2(1.0 / ratio)), len(source.levels) - 1))
         up = source.magnified(ratio) if level == 0 else 1
         if up > 1:
-            src_img = source.upsampled(up)
+            src_img = source.upsampled(up, opt.magnify_sharpen)
             ls = (source.landmarks + np.float32(0.5)) * np.float32(up) - np.float32(0.5)
             ls[:, 2] = source.landmarks[:, 2] * np.float32(up)
         else:
@@ -338,7 +429,7 @@ class MeshSwapper:
         # Where each output pixel looks on the target mesh: itself, or (shape transfer) the point the smooth
         # shift field moves onto it. The shift fades out with the outer mask, so nothing moves where the
         # alpha is 0, and is pinned (exactly 0) on a kept mouth or kept eyes.
-        target_roi = crop[y0:y1, x0:x1]
+        target_roi = original = crop[y0:y1, x0:x1]
         gx = np.broadcast_to(np.arange(rw, dtype=np.float32)[None, :], (rh, rw))
         gy = np.broadcast_to(np.arange(rh, dtype=np.float32)[:, None], (rh, rw))
         moved = np.zeros((rh, rw), dtype=bool)
@@ -373,6 +464,12 @@ class MeshSwapper:
         warped = cv2.remap(src_img, map_x, map_y, interp, borderMode=cv2.BORDER_REPLICATE)
 
         alpha = outer * (1.0 - keep) * trust_px
+        if opt.keep_occluders:
+            # The target's glasses stay in front: unmoved, over the swapped face.
+            occl = self._occluders(original, warped, vt_roi, size) * (outer > 0)
+            alpha *= 1.0 - occl
+            o = occl[..., None]
+            target_roi = np.rint(target_roi * (1.0 - o) + original * o).astype(np.uint8)
         alpha[~painted] = 0.0
         alpha[alpha < 1.0 / 512] = 0.0
         alpha_out = np.maximum(alpha, np.where(moved, outer, np.float32(0.0))).astype(np.float32)
@@ -388,23 +485,44 @@ class MeshSwapper:
             warped, target_roi, weight, opt.color_sigma * frame.eye_distance, opt.color_strength,
             damping * np.float32(opt.feature_color_damping))
 
-        # Fine detail: a source face smaller than the target's lacks the target's finest band (skin texture at
-        # the pore scale); the target's own band is carried in, on skin only, in luma only.
-        magnify = ratio * 2.0**level
-        k_detail = opt.detail_transfer * float(np.clip(magnify - 1.0, 0.0, 1.0))
-        if k_detail > 0:
-            luma = target_roi.astype(np.float32) @ np.array([0.299, 0.587, 0.114], np.float32)
-            band = luma - cv2.GaussianBlur(luma, (0, 0), 0.5 * magnify)
-            # Texture, not edges: the band is limited so the target's wrinkles, rims and feature edges stay faint.
-            lim = np.float32(opt.detail_limit)
-            band = np.float32(k_detail) * band * lim / (lim + np.abs(band)) * (1.0 - not_skin)
-            corrected = np.clip(corrected + band[..., None], 0.0, 255.0)
-
+        # Fine detail at the target's level: a wrinkled source on a smooth face has its finest band damped, and
+        # a smaller (magnified) source, lacking the target's pore-scale band, gets the target's own band carried
+        # in (on skin only, in luma only). Either way the skin's texture matches across the mask border.
+        corrected = self._match_detail(corrected, target_roi, weight, not_skin, ratio * 2.0**level)
         return SwapLayers(
             box=(x0, y0, x1, y1), base=np.ascontiguousarray(target_roi), warped=warped, corrected=corrected,
             alpha=alpha, changed=alpha_out, color_weight=weight, level=level)
 
     # -------------------------------------------------------------------------------------- helpers
+
+    def _match_detail(self, corrected: np.ndarray, target: np.ndarray, weight: np.ndarray, not_skin: np.ndarray,
+                      magnify: float) -> np.ndarray:
+        """`corrected` with its finest luma band (blur sigma 0.5 x magnify, at least 1 px) scaled on the skin so
+        its energy there is near the target's: damped (down to `detail_floor`) to twice the target's where the
+        source has more, and topped up with the target's own band (at most `detail_transfer` of it) where it
+        has less."""
+        opt = self.options
+        sigma = max(1.0, 0.5 * magnify)
+        luma_t = target.astype(np.float32) @ _LUMA
+        luma_s = corrected @ _LUMA
+        band_t = luma_t - cv2.GaussianBlur(luma_t, (0, 0), sigma)
+        band_s = luma_s - cv2.GaussianBlur(luma_s, (0, 0), sigma)
+        skin = (weight > 0.5 * float(weight.max())) & (not_skin < 0.5)
+        if int(skin.sum()) < 16:
+            return corrected
+        e_t = float(np.mean(np.square(band_t[skin])))
+        e_s = float(np.mean(np.square(band_s[skin])))
+        on_skin = (1.0 - not_skin)[..., None]
+        if e_s > 2.0 * e_t:  # up to twice the target's passes: it reads as the same kind of skin
+            gain = max(opt.detail_floor, math.sqrt(2.0 * e_t / e_s))
+            delta = np.float32(gain - 1.0) * band_s
+        elif e_s < e_t:
+            share = min(opt.detail_transfer, math.sqrt(1.0 - e_s / max(e_t, 1e-6)))
+            lim = np.float32(opt.detail_limit)  # texture passes, the target's edges (rims, wrinkles) stay faint
+            delta = np.float32(share) * band_t * lim / (lim + np.abs(band_t))
+        else:
+            return corrected
+        return np.clip(corrected + delta[..., None] * on_skin, 0.0, 255.0)
 
     def _texture_trust(self, ids: np.ndarray, area2_t: np.ndarray, area2_s: np.ndarray, scale2: float,
                        size: float) -> np.ndarray:
@@ -459,7 +577,7 @@ class MeshSwapper:
         damping = mask_ops.soft_from_distance(shape, feature_sd, 0.005 * size, 0.02 * size)
         return keep, not_skin, damping
 
-    def _glasses_zone(self, v: np.ndarray, size: float, shape: tuple[int, int]) -> np.ndarray:
+    def _glasses_zone(self, v: np.ndarray, size: float, shape: tuple[int, int], reach: float | None = None) -> np.ndarray:
         """Where glasses sit (eye_region="target"): around both eyes, over the bridge of the nose and along the
         temples to the face's sides, soft-edged; the target's pixels stay there, its glasses in front."""
         zone = np.zeros(shape, np.uint8)
@@ -471,7 +589,7 @@ class MeshSwapper:
         for a, b in ((133, 362), (33, 234), (263, 454), (33, 133), (263, 362)):
             pa, pb = np.round(v[a, :2]).astype(int), np.round(v[b, :2]).astype(int)
             cv2.line(zone, (int(pa[0]), int(pa[1])), (int(pb[0]), int(pb[1])), 255, thick)
-        grow = max(1, int(round(self.options.glasses_reach * size)))
+        grow = max(1, int(round((self.options.glasses_reach if reach is None else reach) * size)))
         zone = cv2.dilate(zone, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
         return mask_ops.eroded_feather(zone, 0.0, max(1.0, self.options.hole_feather * size * 1.5))
 

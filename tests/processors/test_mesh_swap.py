@@ -180,7 +180,7 @@ def test_paste_back_on_a_large_frame_is_local_and_exact() -> None:
 
 
 def test_color_step_moves_low_frequencies_toward_target(topology, faces) -> None:
-    swapper = MeshSwapper(topology)
+    swapper = MeshSwapper(topology, MeshSwapOptions(detail_floor=1.0, detail_transfer=0.0))  # the colour step alone
     for source, target in PAIRS:
         src = swapper.prepare_source(*faces[source])
         crop, lm, _ = face_crop(*faces[target])
@@ -307,6 +307,10 @@ def test_options_are_validated() -> None:
         MeshSwapOptions(mask_feather=0)
     with pytest.raises(ValueError):
         MeshSwapOptions(shape_transfer=-0.1)
+    with pytest.raises(ValueError):
+        MeshSwapOptions(detail_floor=1.5)
+    with pytest.raises(ValueError):
+        MeshSwapOptions(occluder_width=0)
 
 
 # ------------------------------------------------------------------------------------------ photo-likeness
@@ -415,3 +419,75 @@ def test_eye_region_target_keeps_the_target_around_the_eyes(topology, faces) -> 
     assert layers.alpha[nose[1] - by, nose[0] - bx] > 0.99
     with pytest.raises(ValueError):
         MeshSwapOptions(eye_region="none")  # type: ignore[arg-type]
+
+
+def _skin_band_energy(layers, image: np.ndarray) -> float:
+    """Energy of the finest luma band (sigma 1) where the colour statistics were taken (the skin)."""
+    luma = cv2.cvtColor(np.clip(image, 0, 255).astype(np.uint8), cv2.COLOR_RGB2GRAY).astype(np.float32)
+    band = luma - cv2.GaussianBlur(luma, (0, 0), 1.0)
+    return float(np.mean(np.square(band[layers.color_weight > 0.5])))
+
+
+def test_a_wrinkled_source_keeps_only_about_twice_the_smooth_target_detail(topology, faces) -> None:
+    """grace_hopper onto the smooth astronaut: her fine band is damped toward the target's level (to twice its
+    energy, or down to the floor: a gain of 0.5 by default), not carried 6-7 times over as before."""
+    crop, lm, _ = face_crop(*faces["astronaut"])
+    damped = MeshSwapper(topology)
+    full = MeshSwapper(topology, MeshSwapOptions(detail_floor=1.0))
+    a = damped.layers(crop, lm, damped.prepare_source(*faces["grace_hopper"]))
+    b = full.layers(crop, lm, full.prepare_source(*faces["grace_hopper"]))
+    assert a is not None and b is not None
+    e_target = _skin_band_energy(a, a.base)
+    e_full, e_damped = _skin_band_energy(b, b.corrected), _skin_band_energy(a, a.corrected)
+    assert e_full > 4 * e_target  # the source really is much more wrinkled
+    assert e_damped < 0.5 * e_full
+
+
+def _drawn_glasses(image: np.ndarray, lm: np.ndarray, topology: MeshTopology) -> tuple[np.ndarray, np.ndarray]:
+    from slimfuse.bench.quality import draw_glasses
+
+    eyes = tuple(lm[list(ring), :2].mean(0).astype(np.float64) for ring in (topology.left_eye, topology.right_eye))
+    lo, hi = lm[:, :2].min(0), lm[:, :2].max(0)
+    return draw_glasses(image, eyes, (int(lo[0]), int(lo[1]), int(hi[0]), int(hi[1])))  # type: ignore[arg-type]
+
+
+def test_keep_occluders_keeps_the_target_glasses_in_front(topology, faces) -> None:
+    frame, lm = faces["grace_hopper"]
+    with_glasses, rims = _drawn_glasses(frame, lm, topology)
+    crop, crop_lm, m = face_crop(with_glasses, lm)
+    rims_crop = cv2.warpAffine(rims.astype(np.uint8), m, crop.shape[1::-1], flags=cv2.INTER_NEAREST) > 0
+
+    def kept(options: MeshSwapOptions) -> float:
+        swapper = MeshSwapper(topology, options)
+        out, _ = swapper.swap_crop(crop, crop_lm, swapper.prepare_source(*faces["astronaut"]))
+        return float((np.abs(out.astype(int) - crop.astype(int)).max(axis=2)[rims_crop] <= 24).mean())
+
+    assert kept(MeshSwapOptions()) < 0.6  # swapped over by default
+    assert kept(MeshSwapOptions(keep_occluders=True)) >= 0.95
+
+
+def test_remove_source_glasses_inpaints_the_rims_from_the_skin(topology, faces) -> None:
+    frame, lm = faces["astronaut"]
+    with_glasses, rims = _drawn_glasses(frame, lm, topology)
+    plain = MeshSwapper(topology).prepare_source(frame, lm)
+    kept = MeshSwapper(topology).prepare_source(with_glasses, lm)
+    removed = MeshSwapper(topology, MeshSwapOptions(remove_source_glasses=True)).prepare_source(with_glasses, lm)
+    # the rims inside the face (the temple arms beyond it may stay): compared with the photo without glasses
+    lo = np.floor(lm[:, :2].min(0) - (0.25 * (lm[:, :2].max(0) - lm[:, :2].min(0)).max() + 4)).astype(int)
+    lo = np.maximum(lo, 0)
+    h, w = plain.image.shape[:2]
+    inner = rims[lo[1]:lo[1] + h, lo[0]:lo[0] + w].copy()
+    face = np.zeros_like(inner, np.uint8)
+    cv2.fillPoly(face, [np.round(plain.landmarks[list(topology.face_oval), :2]).astype(np.int32)], 1)
+    inner &= face > 0
+    assert inner.sum() > 100
+
+    def error(src: SourceFace) -> float:
+        return float(np.abs(src.image.astype(int) - plain.image.astype(int)).max(axis=2)[inner].mean())
+
+    assert error(kept) > 80
+    assert error(removed) < 30  # the rest lies where they cross the lashes, which are spared
+    # away from the glasses (the mouth) the source is untouched
+    mouth = np.round(plain.landmarks[list(topology.lips_outer), :2]).astype(int)
+    (x0, y0), (x1, y1) = mouth.min(0), mouth.max(0)
+    assert np.array_equal(removed.image[y0:y1, x0:x1], kept.image[y0:y1, x0:x1])
