@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from slimfuse.cli import bench, doctor, models, optimize, swap
+from slimfuse.cli import bench, doctor, models, optimize, serve, swap
 from slimfuse.cli.common import run_guarded
 from slimfuse.errors import Terminated
 
@@ -17,7 +17,7 @@ from slimfuse.errors import Terminated
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slimfuse", description="Swap faces within the memory you have.")
     commands = parser.add_subparsers(dest="name", required=True, metavar="COMMAND")
-    for module in (swap, models, bench, optimize, doctor):
+    for module in (swap, models, bench, optimize, doctor, serve):
         module.add_parser(commands)
     return parser
 
