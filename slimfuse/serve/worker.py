@@ -106,7 +106,7 @@ class Worker:
 
     def _swapper_for(self, sources: list[str], options: dict[str, Any]) -> Swapper:
         """The kept Swapper when the sources and options are the same, else a new one (the old one released)."""
-        key = json.dumps([sources, options], sort_keys=True)
+        key = json.dumps([sources, options], sort_keys=True, default=str)
         if self._swapper is None or key != self._key:
             if self._swapper is not None:
                 self._swapper.close()
@@ -125,7 +125,7 @@ class Worker:
         if reference is not None:
             options["face_selector_mode"] = "reference"
             options["reference_face_position"] = int(reference["position"])
-            options["reference_face_image"] = self._reference_image(job, target, int(reference.get("frame", 0)))
+            options["reference_face_image"] = Path(self._reference_image(job, target, int(reference.get("frame", 0))))
         swapper = self._swapper_for([self._path(source) for source in request["sources"]], options)
         relative = f"outputs/{job.id}{request['suffix']}"
         output = self.store.data_dir / relative

@@ -168,6 +168,11 @@ def test_faces_of_an_image_and_of_a_video_frame(client: httpx.Client, assets: di
     assert clip["kind"] == "video" and clip["frames"] == 8
     frame = client.post("/v1/faces", json={"target": clip["id"], "frame": 5}).json()
     assert len(frame["faces"]) == 1 and frame["width"] == 320
+    job = client.post("/v1/jobs", json={"sources": [assets["astronaut"]], "target": clip["id"],
+                                        "reference": {"position": 0, "frame": 5}})
+    ended = finish(client, job.json()["id"])
+    assert ended["state"] == "succeeded" and ended["report"]["options"]["face_selector_mode"] == "reference"
+    assert ended["report"]["faces_swapped"] >= 7
 
 
 def test_cancel_a_queued_job(client: httpx.Client, assets: dict[str, str]) -> None:

@@ -2,7 +2,7 @@
 // The slimfuse page: uploads, options, preview, face gallery, a job with its progress, and the list of jobs.
 const $ = (id) => document.getElementById(id);
 const state = { token: localStorage.getItem("slimfuse-token") || "", sources: [], target: null, reference: null,
-                previewSeq: 0, previewTimer: null, job: null, events: null };
+                previewSeq: 0, facesSeq: 0, previewTimer: null, job: null, events: null };
 const FINAL = ["succeeded", "failed", "cancelled"];
 
 function headers(extra = {}) {
@@ -58,6 +58,8 @@ async function setTarget(file) {
     const asset = await upload(file);
     state.target = asset;
     state.reference = null;
+    if ($("face_selector_mode").value === "reference") $("face_selector_mode").value = "one";
+    clearResult();
     $("target-info").replaceChildren(thumb(file, asset.kind));
     document.body.classList.toggle("video", asset.kind === "video");
     const frame = $("frame");
@@ -148,10 +150,12 @@ async function preview() {
 }
 async function loadFaces() {
   const gallery = $("faces");
-  gallery.replaceChildren();
+  const seq = ++state.facesSeq;
   if (!state.target) return;
   try {
     const { faces } = await api("POST", "/v1/faces", { target: state.target.id, frame: Number($("frame").value) });
+    if (seq !== state.facesSeq) return;  // a newer list was asked for
+    gallery.replaceChildren();
     if (!faces.length) gallery.textContent = "No faces found in the target.";
     for (const face of faces) {
       const button = document.createElement("button");
@@ -179,11 +183,15 @@ function setProgress(fraction) {
   $("progress").value = fraction;
   $("progress-text").textContent = `${Math.round(fraction * 100)}%`;
 }
-async function run() {
-  showError("");
+function clearResult() {
+  if (state.events) state.events.close();
   setProgress(0);
   $("result").replaceChildren();
   $("download").hidden = true;
+}
+async function run() {
+  showError("");
+  clearResult();
   try {
     const job = await api("POST", "/v1/jobs", jobBody());
     follow(job.id);
