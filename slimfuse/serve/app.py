@@ -99,8 +99,7 @@ def _user(request: Request, store: JobStore, settings: ServeSettings) -> str | N
     user; else None."""
     header = request.headers.get("authorization", "")
     token = header[7:].strip() if header.lower().startswith("bearer ") else request.query_params.get("token")
-    if not store.has_tokens():
+    any_token, user = user_of(store, token)
+    if not any_token:
         return LOCAL_USER if settings.loopback else None
-    if not token:
-        return None
-    return user_of(store, token)
+    return user

@@ -171,7 +171,7 @@ def list_jobs(request: Request, limit: int = 100) -> dict[str, Any]:
 
 
 @router.get("/jobs/{job_id}", summary="One job: state, progress, timings, options, run report, error")
-def get_job(request: Request, job_id: str) -> dict[str, Any]:
+async def get_job(request: Request, job_id: str) -> dict[str, Any]:
     return _shown(_job(request, job_id))
 
 

@@ -61,7 +61,8 @@ class Supervisor:
     def _spawn(self, name: str) -> None:
         settings = self.settings
         command = [sys.executable, "-m", "slimfuse.serve.worker", "--data-dir", str(settings.data_dir),
-                   "--name", name, "--lease-seconds", str(settings.lease_seconds)]
+                   "--name", name, "--lease-seconds", str(settings.lease_seconds),
+                   "--threads", str(max(1, (os.cpu_count() or 1) // settings.workers))]
         if settings.memory_budget_mb is not None:
             command += ["--memory-budget", str(settings.memory_budget_mb)]
         if settings.models_dir is not None:

@@ -111,14 +111,15 @@ class JobStore:
         return self.data_dir / "scratch"
 
     @contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        """A connection in one transaction (committed on leaving the block), rows as dicts."""
+    def connect(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """A connection in one transaction (committed on leaving the block), rows as dicts. Readers (write=False)
+        take no lock: in WAL mode they never wait for the workers' writes."""
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         db.row_factory = _as_dict
         db.execute("PRAGMA busy_timeout=30000")
         db.execute("PRAGMA synchronous=NORMAL")
         try:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             yield db
             db.execute("COMMIT")
         except BaseException:
@@ -134,13 +135,16 @@ class JobStore:
         with self.connect() as db:
             db.execute("INSERT INTO tokens (name, digest, created) VALUES (?, ?, ?)", (name, digest, time.time()))
 
-    def token_user(self, digest: str) -> str | None:
-        with self.connect() as db:
-            row = db.execute("SELECT name FROM tokens WHERE digest = ?", (digest,)).fetchone()
-        return None if row is None else str(row["name"])
+    def token_user(self, digest: str | None) -> tuple[bool, str | None]:
+        """(whether any token exists, the user of this one), in one read."""
+        with self.connect(write=False) as db:
+            exists = db.execute("SELECT 1 FROM tokens LIMIT 1").fetchone() is not None
+            row = None if digest is None else db.execute("SELECT name FROM tokens WHERE digest = ?",
+                                                         (digest,)).fetchone()
+        return exists, None if row is None else str(row["name"])
 
     def has_tokens(self) -> bool:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             return db.execute("SELECT 1 FROM tokens LIMIT 1").fetchone() is not None
 
     # Assets ------------------------------------------------------------------------------------------------
@@ -151,7 +155,7 @@ class JobStore:
                        "VALUES (:id, :user, :kind, :suffix, :name, :bytes, :width, :height, :frames, :created)", asset)
 
     def asset(self, user: str, asset_id: str) -> dict[str, Any] | None:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             return db.execute("SELECT * FROM assets WHERE id = ? AND user = ?", (asset_id, user)).fetchone()
 
     def asset_path(self, asset: dict[str, Any]) -> Path:
@@ -159,7 +163,7 @@ class JobStore:
 
     def bytes_used(self, user: str) -> int:
         """The user's stored assets and outputs."""
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             assets = db.execute("SELECT COALESCE(SUM(bytes), 0) AS n FROM assets WHERE user = ?", (user,)).fetchone()
             outputs = db.execute("SELECT COALESCE(SUM(output_bytes), 0) AS n FROM jobs WHERE user = ? AND output "
                                  "IS NOT NULL", (user,)).fetchone()
@@ -177,26 +181,26 @@ class JobStore:
             return Job(db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
 
     def job(self, job_id: str, user: str | None = None) -> Job | None:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None or (user is not None and row["user"] != user):
             return None
         return Job(row)
 
     def jobs(self, user: str, kind: str = SWAP, limit: int = 100) -> list[Job]:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             rows = db.execute("SELECT * FROM jobs WHERE user = ? AND kind = ? ORDER BY created DESC LIMIT ?",
                               (user, kind, limit)).fetchall()
         return [Job(row) for row in rows]
 
     def active_jobs(self, user: str) -> int:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             row = db.execute("SELECT COUNT(*) AS n FROM jobs WHERE user = ? AND kind = ? AND state IN (?, ?)",
                              (user, SWAP, QUEUED, RUNNING)).fetchone()
         return int(row["n"])
 
     def queue_length(self) -> dict[str, int]:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             rows = db.execute("SELECT state, COUNT(*) AS n FROM jobs WHERE state IN (?, ?) GROUP BY state",
                               (QUEUED, RUNNING)).fetchall()
         return {QUEUED: 0, RUNNING: 0, **{row["state"]: int(row["n"]) for row in rows}}
@@ -240,7 +244,7 @@ class JobStore:
         return row is None or bool(row["cancel_requested"])
 
     def cancel_requested(self, job_id: str) -> bool:
-        with self.connect() as db:
+        with self.connect(write=False) as db:
             row = db.execute("SELECT cancel_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return row is None or bool(row["cancel_requested"])
 

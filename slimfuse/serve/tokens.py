@@ -28,5 +28,6 @@ def create_token(store: JobStore, name: str) -> str:
     return token
 
 
-def user_of(store: JobStore, token: str) -> str | None:
-    return store.token_user(digest(token))
+def user_of(store: JobStore, token: str | None) -> tuple[bool, str | None]:
+    """(whether any token exists, the user `token` names or None)."""
+    return store.token_user(None if not token else digest(token))

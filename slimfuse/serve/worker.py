@@ -13,6 +13,7 @@ import argparse
 import base64
 import io
 import json
+import os
 import signal
 import threading
 import time
@@ -36,6 +37,8 @@ IDLE_POLL_S = 0.05
 PROGRESS_EVERY_S = 0.1
 # Previews are scaled down to at most this many pixels on their longer side.
 PREVIEW_PX = 960
+# Workers run at a lower priority than the API process, so status calls are answered at once while jobs run.
+NICENESS = 10
 
 
 class JobCancelled(Exception):
@@ -44,12 +47,14 @@ class JobCancelled(Exception):
 
 class Worker:
     def __init__(self, store: JobStore, name: str, lease_seconds: float, budget_mb: float | None,
-                 models_dir: Path | None = None) -> None:
+                 models_dir: Path | None = None, threads: int = 0) -> None:
         self.store = store
         self.name = name
         self.lease_seconds = lease_seconds
         self.budget_bytes = None if budget_mb is None else int(budget_mb * (1 << 20))
         self.models_dir = models_dir
+        self.threads = threads
+        """ONNX Runtime threads per model (0: its own choice): the server shares the cores among its workers."""
         self._swapper: Swapper | None = None
         self._key: str | None = None
 
@@ -111,7 +116,8 @@ class Worker:
             if self._swapper is not None:
                 self._swapper.close()
                 self._swapper = None
-            self._swapper = Swapper(sources, **options, models_dir=self.models_dir)
+            self._swapper = Swapper(sources, **options, models_dir=self.models_dir,
+                                    execution_thread_count=self.threads)
             self._key = key
         return self._swapper
 
@@ -235,8 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-budget", type=float, default=None)
     parser.add_argument("--lease-seconds", type=float, default=10.0)
     parser.add_argument("--models-dir", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args(argv)
-    worker = Worker(JobStore(args.data_dir), args.name, args.lease_seconds, args.memory_budget, args.models_dir)
+    os.nice(NICENESS)
+    worker = Worker(JobStore(args.data_dir), args.name, args.lease_seconds, args.memory_budget, args.models_dir,
+                    args.threads)
     signal.signal(signal.SIGTERM, _terminate)
     try:
         worker.serve(threading.Event())
