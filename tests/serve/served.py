@@ -1,15 +1,11 @@
-"""A real `slimfuse serve` for the tests: a child process on 127.0.0.1 at a free port, with its own data dir,
+"""A real `slimfuse serve` for the tests (slimfuse.bench.serve starts it: 127.0.0.1, a free port, its own data dir),
 and an httpx client for it; helpers to upload, follow a job's events and make small inputs."""
 from __future__ import annotations
 
 import io
-import json
-import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,24 +18,10 @@ import psutil
 from PIL import Image
 
 from slimfuse.bench.clips import make_clip, pan
+from slimfuse.bench.serve import child_env, follow, running_server, tree_rss
 from slimfuse.samples import sample_path
 
-ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 60.0
 JOB_TIMEOUT_S = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def python_env() -> dict[str, str]:
-    """This checkout first on the path, also in the server's workers."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    return env
 
 
 @dataclass
@@ -59,14 +41,7 @@ class Server:
                 if "slimfuse.serve.worker" in " ".join(child.cmdline())]
 
     def tree_rss(self) -> int:
-        parent = psutil.Process(self.process.pid)
-        total = 0
-        for process in [parent, *parent.children(recursive=True)]:
-            try:
-                total += process.memory_info().rss
-            except psutil.NoSuchProcess:
-                pass
-        return total
+        return tree_rss(self.process.pid)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         """Stop the server (SIGKILL: the server and its workers die at once, as in a crash)."""
@@ -79,38 +54,19 @@ class Server:
         self.process.wait(30)
 
 
-def wait_until_up(process: subprocess.Popen[bytes], base: str, workers: int) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"slimfuse serve exited with {process.returncode}")
-        try:
-            health = httpx.get(f"{base}/v1/health", timeout=2).json()
-            if health["workers"] >= workers:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)  # the server is starting: nothing to await but its port
-    raise RuntimeError("slimfuse serve did not start")
-
-
 @contextmanager
 def serving(data_dir: Path, *options: str, workers: int = 1, token: str | None = None) -> Iterator[Server]:
-    port = free_port()
-    command = [sys.executable, "-m", "slimfuse", "serve", "--port", str(port), "--data-dir", str(data_dir),
-               "--workers", str(workers), "--lease-seconds", "2", *options]
-    process = subprocess.Popen(command, env=python_env(), stdin=subprocess.DEVNULL)
-    server = Server(process, f"http://127.0.0.1:{port}", data_dir, token)
-    try:
-        wait_until_up(process, server.base, workers)
-        yield server
-    finally:
-        server.stop()
+    with running_server(data_dir, "--lease-seconds", "2", *options, workers=workers) as (process, base):
+        server = Server(process, base, data_dir, token)
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 def create_token(data_dir: Path, name: str) -> str:
     done = subprocess.run([sys.executable, "-m", "slimfuse", "serve", "token", "create", name, "--data-dir",
-                           str(data_dir)], env=python_env(), capture_output=True, text=True, check=True)
+                           str(data_dir)], env=child_env(), capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 
@@ -128,12 +84,7 @@ def submit(client: httpx.Client, sources: list[str], target: str, **options: obj
 
 def events(client: httpx.Client, job_id: str) -> Iterator[dict[str, Any]]:
     """The job's progress events until it ends (the server closes the stream then)."""
-    with client.stream("GET", f"/v1/jobs/{job_id}/events", timeout=JOB_TIMEOUT_S) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if line.startswith("data: "):
-                yield json.loads(line[6:])
+    return follow(client, job_id, JOB_TIMEOUT_S)
 
 
 def finish(client: httpx.Client, job_id: str) -> dict[str, Any]:

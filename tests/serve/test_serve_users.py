@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from served import create_token, finish, python_env, samples, serving, submit, upload
+from served import create_token, finish, child_env, samples, serving, submit, upload
 
 from slimfuse.serve.store import JobStore
 
@@ -16,7 +16,7 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
     assert alice.startswith("sf_") and alice != bob
     assert alice not in (data / "slimfuse.db").read_bytes().decode("latin-1")  # stored hashed
     again = subprocess.run([sys.executable, "-m", "slimfuse", "serve", "token", "create", "alice", "--data-dir",
-                            str(data)], env=python_env(), capture_output=True, text=True)
+                            str(data)], env=child_env(), capture_output=True, text=True)
     assert again.returncode == 2 and "exists already" in again.stderr
     astronaut, grace_hopper = samples()
     with serving(data, "--max-jobs-per-user", "1") as server:
@@ -45,7 +45,7 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
 
 def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
     refused = subprocess.run([sys.executable, "-m", "slimfuse", "serve", "--host", "0.0.0.0", "--data-dir",
-                              str(tmp_path)], env=python_env(), capture_output=True, text=True, timeout=60)
+                              str(tmp_path)], env=child_env(), capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
     assert "binding beyond loopback needs tokens" in refused.stderr and "Traceback" not in refused.stderr
 
