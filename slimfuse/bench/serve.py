@@ -220,7 +220,7 @@ class Results:
     """Service images/min at 4 users (or the nearest level) over the command line's."""
 
 
-def run(images: int = 24, users: tuple[int, ...] = (1, 4, 8), workers: int = 2, memory_budget: float | None = 1500,
+def run(images: int = 48, users: tuple[int, ...] = (1, 4, 8), workers: int = 2, memory_budget: float | None = 1500,
         json_path: Path | None = None) -> Results:
     source, target = sample_path("astronaut"), sample_path("grace_hopper")
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-serve-") as scratch:

@@ -59,7 +59,7 @@ def _add_memory_parser(kinds: argparse._SubParsersAction) -> None:
 def _add_serve_parser(kinds: argparse._SubParsersAction) -> None:
     serve = kinds.add_parser("serve", help="the service's images/min and latency at 1, 4 and 8 users, status p95 and "
                              "peak RSS, against the command line in sequence")
-    serve.add_argument("--images", type=_positive_int, default=24, help="images swapped at each level")
+    serve.add_argument("--images", type=_positive_int, default=48, help="images swapped at each level")
     serve.add_argument("--users", default="1,4,8", help="concurrent users of each level, comma-separated")
     serve.add_argument("--workers", type=_positive_int, default=2, help="the server's worker processes")
     serve.add_argument("--memory-budget", type=float, default=1500, metavar="MB", help="the server's --memory-budget")

@@ -23,7 +23,7 @@ from slimfuse.serve.uploads import TooLarge, receive
 router = APIRouter(prefix="/v1")
 # How often a waiting request (a preview, the events of a job) looks at the store, and how long a preview may take.
 POLL_S = 0.02
-EVENTS_POLL_S = 0.1
+EVENTS_POLL_S = 0.05
 REQUEST_TIMEOUT_S = 120.0
 
 
