@@ -30,7 +30,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     token_actions = token.add_subparsers(dest="token_action", required=True, metavar="create")
     create = token_actions.add_parser("create", help="make a token for a user and print it (stored hashed)")
     create.add_argument("name")
-    create.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, dest="token_data_dir")
+    create.add_argument("--data-dir", type=Path, default=None, dest="token_data_dir",
+                        help="the server's data dir (default: serve's --data-dir)")
     parser.set_defaults(command=run)
 
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         from slimfuse.serve.store import JobStore
         from slimfuse.serve.tokens import create_token
 
-        print(create_token(JobStore(args.token_data_dir), args.name))
+        print(create_token(JobStore(args.token_data_dir or args.data_dir), args.name))
         return 0
     try:
         from slimfuse.serve.server import serve

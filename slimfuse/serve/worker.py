@@ -30,6 +30,7 @@ from slimfuse.atomic import remove_stale, write_bytes_atomic
 from slimfuse.errors import SlimfuseError, Terminated
 from slimfuse.media.image_io import read_image
 from slimfuse.media.video_reader import VideoReader
+from slimfuse.serve.planning import CLIENT_OPTIONS
 from slimfuse.serve.store import CANCELLED, FACES, FAILED, PREVIEW, Job, JobStore
 
 # How often the worker looks for work when the queue is empty, and records progress while a job runs (seconds).
@@ -142,7 +143,8 @@ class Worker:
         else:
             swapper.swap_image(target, output=output)
             report = {"frames_written": 1}
-        report["options"] = {name: _plain(value) for name, value in swapper.config.options().items()}
+        report["options"] = {name: _plain(value) for name, value in swapper.config.options().items()
+                             if name in CLIENT_OPTIONS}  # not the server's own paths
         return {**report, "output": relative, "output_bytes": output.stat().st_size}
 
     def _reference_image(self, job: Job, target: Path, frame: int) -> str:

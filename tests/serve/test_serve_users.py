@@ -19,7 +19,7 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
                             str(data)], env=child_env(), capture_output=True, text=True)
     assert again.returncode == 2 and "exists already" in again.stderr
     astronaut, grace_hopper = samples()
-    with serving(data, "--max-jobs-per-user", "1") as server:
+    with serving(data, "--max-jobs-per-user", "1", "--max-storage-mb", "1") as server:
         with server.client(token="") as anonymous, server.client(token="sf_wrong") as wrong:
             assert anonymous.get("/v1/health").status_code == 200
             for client in (anonymous, wrong):
@@ -28,6 +28,9 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
                 assert client.post("/v1/assets", content=astronaut.read_bytes()).status_code == 401
         with server.client(token=alice) as as_alice, server.client(token=bob) as as_bob:
             source, target = upload(as_alice, astronaut)["id"], upload(as_alice, grace_hopper)["id"]
+            full = as_alice.post("/v1/assets", content=astronaut.read_bytes())  # 0.85 + 0.75 MB > 1 MB
+            assert full.status_code == 507 and full.json()["error"] == "StorageLimitError"
+            assert upload(as_bob, astronaut)["kind"] == "image"  # each user has their own storage
             job = submit(as_alice, [source], target)
             limited = as_alice.post("/v1/jobs", json={"sources": [source], "target": target})
             assert limited.status_code == 429 and limited.json()["error"] == "TooManyJobsError"
