@@ -161,7 +161,8 @@ def create_job(request: Request, body: JobRequest) -> JSONResponse:
 def _shown(job: Job) -> dict[str, Any]:
     shown = job.public()
     request = job.request
-    shown.update(sources=request["source_ids"], target=request["target_id"], reference=request.get("reference"))
+    shown.update(sources=request["source_ids"], target=request["target_id"], media=request["kind"],
+                 reference=request.get("reference"))
     return shown
 
 

@@ -114,7 +114,8 @@ def serve(settings: ServeSettings) -> int:
         app = create_app(settings, supervisor.alive)
         print(f"slimfuse: serving http://{settings.host}:{settings.port}/ (data in {settings.data_dir}, "
               f"{settings.workers} workers)", file=sys.stderr, flush=True)
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+                    timeout_graceful_shutdown=STOP_WAIT_S)  # open event streams do not hold a shutdown up
     finally:
         supervisor.stop()
     return 0

@@ -62,6 +62,7 @@ def test_image_job_from_upload_to_download(server: Server, client: httpx.Client,
     job = response.json()
     assert response.headers["location"] == f"/v1/jobs/{job['id']}"
     assert job["state"] in ("queued", "running") and job["options"]["output_image_quality"] == 90
+    assert job["media"] == "image"
     seen = list(events(client, job["id"]))
     assert seen[-1]["state"] == "succeeded" and seen[-1]["progress"] == 1.0
     done = client.get(f"/v1/jobs/{job['id']}").json()

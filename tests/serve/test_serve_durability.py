@@ -7,6 +7,8 @@ from pathlib import Path
 import av
 from served import events, finish, samples, serving, small_clip, submit, upload
 
+from slimfuse.serve.store import JobStore
+
 CLIP_FRAMES = 60
 
 
@@ -78,3 +80,16 @@ def test_restarted_server_finds_every_job(tmp_path: Path) -> None:
         output.write_bytes(client.get(f"/v1/jobs/{running['id']}/output").content)
         assert _frames(output) == CLIP_FRAMES
         assert not _leftovers(server.data_dir)
+
+
+def test_sigterm_stops_the_server_and_puts_the_running_job_back(tmp_path: Path) -> None:
+    clip = small_clip(tmp_path / "clip.mp4", frames=CLIP_FRAMES)
+    with serving(tmp_path / "data") as server, server.client() as client:
+        source, target = upload(client, samples()[0])["id"], upload(client, clip)["id"]
+        job = submit(client, [source], target)
+        _wait_running(client, job["id"])
+        server.stop(signal.SIGTERM)
+        assert server.process.returncode == 0
+    stored = JobStore(tmp_path / "data").job(job["id"])
+    assert stored is not None and stored.state == "queued" and stored.row["output"] is None
+    assert list((tmp_path / "data" / "outputs").iterdir()) == []

@@ -220,7 +220,7 @@ function finished(job) {
     return;
   }
   const url = withToken(`/v1/jobs/${job.id}/output`);
-  const video = state.target && state.target.kind === "video" && job.target === state.target.id;
+  const video = job.media === "video";
   const element = document.createElement(video ? "video" : "img");
   element.src = url;
   if (video) { element.controls = true; element.muted = true; } else { element.alt = "The swapped result"; }
