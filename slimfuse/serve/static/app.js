@@ -249,6 +249,15 @@ async function refreshJobs() {
       row.append(actions);
       return row;
     });
+    if (!rows.length) {
+      const row = document.createElement("tr");
+      const cell = document.createElement("td");
+      cell.colSpan = 5;
+      cell.className = "hint";
+      cell.textContent = "No jobs yet.";
+      row.append(cell);
+      rows.push(row);
+    }
     $("jobs").tBodies[0].replaceChildren(...rows);
   } catch (err) { /* the error line keeps the last user action's error */ }
 }
