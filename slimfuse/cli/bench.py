@@ -25,6 +25,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     optimize.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
     add_common_options(optimize)
     _add_memory_parser(kinds)
+    _add_serve_parser(kinds)
     quality = kinds.add_parser("quality", help="how photo-like the embedded mesh swap looks: detail, identity (dlib), "
                                "colour, mouth, glasses, flicker, on the packaged photos and variations of them")
     quality.add_argument("--crops", type=Path, default=None, metavar="DIR",
@@ -55,6 +56,17 @@ def _add_memory_parser(kinds: argparse._SubParsersAction) -> None:
     add_common_options(memory)
 
 
+def _add_serve_parser(kinds: argparse._SubParsersAction) -> None:
+    serve = kinds.add_parser("serve", help="the service's images/min and latency at 1, 4 and 8 users, status p95 and "
+                             "peak RSS, against the command line in sequence")
+    serve.add_argument("--images", type=_positive_int, default=48, help="images swapped at each level")
+    serve.add_argument("--users", default="1,4,8", help="concurrent users of each level, comma-separated")
+    serve.add_argument("--workers", type=_positive_int, default=2, help="the server's worker processes")
+    serve.add_argument("--memory-budget", type=float, default=1500, metavar="MB", help="the server's --memory-budget")
+    serve.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    add_common_options(serve)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -65,6 +77,12 @@ def _positive_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.kind == "memory":
         return _run_memory(args)
+    if args.kind == "serve":
+        from slimfuse.bench import serve
+
+        serve.run(images=args.images, users=tuple(_positive_int(text) for text in args.users.split(",")),
+                  workers=args.workers, memory_budget=args.memory_budget, json_path=args.json)
+        return 0
     if args.kind == "optimize":
         from slimfuse.bench import optimize
 

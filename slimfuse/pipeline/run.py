@@ -182,6 +182,14 @@ def run_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
                                 *recognizer_models(faces.face_recognizer_model), *ChainSpec.of(config).models(catalog)]))
 
 
+def plan_for(config: RunConfig, target: Path | None = None, store: Store | None = None) -> RunPlan:
+    """The plan build_run makes for `config` (MemoryBudgetError when it cannot fit), without loading anything: what
+    a server checks a job against before it queues it."""
+    if store is None:
+        store = Store(home=default_home(), models_dir=config.runtime.models_dir)
+    return plan_run(config, run_models(config, store.catalog), store, target)
+
+
 def build_run(config: RunConfig, target: Path | None = None, report: RunReport | None = None,
               notify: Notify | None = None, sources: Sequence[SourceImage] | None = None,
               store: Store | None = None) -> Run:
@@ -194,7 +202,7 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
         store = Store(home=default_home(), models_dir=config.runtime.models_dir, notify=notify or notice)
     spec = ChainSpec.of(config)
     faces = config.faces
-    plan = plan_run(config, run_models(config, store.catalog), store, target)
+    plan = plan_for(config, target, store)
     if report is not None:
         report.plan = plan
     gate_variants(store, plan.variants, store.notify)

@@ -1,0 +1,105 @@
+"""The FastAPI application: who is asking (bearer tokens), errors as one-line JSON, the page and the /v1 API.
+
+Every error a client sees is {"error": NAME, "exit_code": CODE, "message": ONE LINE}: slimfuse's own errors keep
+their command-line names and exit codes; the server's own (401, 404, 413, 429, ...) have exit_code null. No
+traceback ever leaves the process.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from slimfuse.errors import SlimfuseError
+from slimfuse.serve.routes import router
+from slimfuse.serve.settings import ServeSettings
+from slimfuse.serve.store import JobStore
+from slimfuse.serve.tokens import user_of
+
+STATIC = Path(__file__).parent / "static"
+LOCAL_USER = "local"
+# HTTP status of slimfuse's errors, by exit code (the rest are 500).
+STATUS_BY_EXIT = {2: 422, 3: 404, 4: 422, 5: 422, 6: 422, 7: 415, 8: 422, 9: 422, 14: 503, 15: 503, 16: 413,
+                  18: 503, 30: 422, 31: 422, 32: 415, 33: 422, 41: 422}
+
+
+class ApiError(Exception):
+    """An error of the server itself (not of a swap)."""
+
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error, self.message = status, error, message
+
+
+def error_body(error: str, exit_code: int | None, message: str) -> dict[str, object]:
+    return {"error": error, "exit_code": exit_code, "message": message}
+
+
+def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambda: 0) -> FastAPI:
+    app = FastAPI(title="slimfuse", description="Swap faces in images and videos within a memory budget.",
+                  version="1")
+    app.state.settings = settings
+    app.state.store = JobStore(settings.data_dir)
+    app.state.workers_alive = workers_alive
+
+    @app.middleware("http")
+    async def authenticate(request: Request, call_next: Callable) -> object:
+        request.state.user = None
+        if request.url.path.startswith("/v1/") and request.url.path != "/v1/health":
+            user = _user(request, app.state.store, settings)
+            if user is None:
+                return JSONResponse(error_body("Unauthorized", None, "a valid bearer token is needed "
+                                               "(Authorization: Bearer TOKEN)"), status_code=401,
+                                    headers={"WWW-Authenticate": "Bearer"})
+            request.state.user = user
+        return await call_next(request)
+
+    @app.exception_handler(SlimfuseError)
+    async def slimfuse_error(request: Request, exc: SlimfuseError) -> JSONResponse:
+        return JSONResponse(error_body(type(exc).__name__, exc.exit_code, exc.message),
+                            status_code=STATUS_BY_EXIT.get(exc.exit_code, 500))
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(error_body(exc.error, None, exc.message), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        return JSONResponse(error_body("UsageError", 2, f"{where}: {first.get('msg')}" if where else
+                                       str(first.get("msg"))), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        name = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+        return JSONResponse(error_body(name, None, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(error_body("InternalError", 1, f"internal error: {type(exc).__name__}"), status_code=500)
+
+    app.include_router(router)
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _user(request: Request, store: JobStore, settings: ServeSettings) -> str | None:
+    """The user a request speaks for: a token's name; with no token created and a loopback bind, the one local
+    user; else None."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else request.query_params.get("token")
+    any_token, user = user_of(store, token)
+    if not any_token:
+        return LOCAL_USER if settings.loopback else None
+    return user

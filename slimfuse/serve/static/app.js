@@ -1,0 +1,297 @@
+"use strict";
+// The slimfuse page: uploads, options, preview, face gallery, a job with its progress, and the list of jobs.
+const $ = (id) => document.getElementById(id);
+const state = { token: localStorage.getItem("slimfuse-token") || "", sources: [], target: null, reference: null,
+                previewSeq: 0, facesSeq: 0, previewTimer: null, job: null, events: null };
+const FINAL = ["succeeded", "failed", "cancelled"];
+
+function headers(extra = {}) {
+  return state.token ? { ...extra, Authorization: `Bearer ${state.token}` } : extra;
+}
+function withToken(url) {
+  return state.token ? `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(state.token)}` : url;
+}
+function showError(message) {
+  const box = $("error");
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+async function api(method, url, body, raw = false) {
+  const options = { method, headers: headers() };
+  if (body instanceof Blob) { options.body = body; options.headers["Content-Type"] = "application/octet-stream"; }
+  else if (body !== undefined) { options.body = JSON.stringify(body); options.headers["Content-Type"] = "application/json"; }
+  let response;
+  try { response = await fetch(url, options); } catch (err) { throw new Error("the server cannot be reached"); }
+  if (response.status === 401) $("token-form").hidden = false;
+  if (!response.ok) {
+    let message = `request failed (${response.status})`;
+    try { const data = await response.json(); if (data.message) message = data.message; } catch (err) { /* not JSON */ }
+    throw new Error(message);
+  }
+  return raw ? response : response.json();
+}
+
+// Uploads ------------------------------------------------------------------------------------------------------
+async function upload(file) {
+  return api("POST", `/v1/assets?name=${encodeURIComponent(file.name)}`, file);
+}
+function thumb(file, kind) {
+  const element = document.createElement(kind === "video" ? "video" : "img");
+  element.src = URL.createObjectURL(file);
+  if (kind === "video") { element.muted = true; } else { element.alt = file.name; }
+  return element;
+}
+async function addSources(files) {
+  showError("");
+  for (const file of files) {
+    try {
+      const asset = await upload(file);
+      state.sources.push(asset);
+      $("source-list").append(thumb(file, "image"));
+    } catch (err) { showError(err.message); }
+  }
+  changed();
+}
+async function setTarget(file) {
+  showError("");
+  try {
+    const asset = await upload(file);
+    state.target = asset;
+    state.reference = null;
+    if ($("face_selector_mode").value === "reference") $("face_selector_mode").value = "one";
+    clearResult();
+    $("target-info").replaceChildren(thumb(file, asset.kind));
+    document.body.classList.toggle("video", asset.kind === "video");
+    const frame = $("frame");
+    frame.max = Math.max(0, (asset.frames || 1) - 1);
+    frame.value = 0;
+    $("frame_value").textContent = "0";
+    loadFaces();
+    changed();
+  } catch (err) { showError(err.message); }
+}
+function dropZone(zone, onFiles) {
+  zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    onFiles([...event.dataTransfer.files]);
+  });
+}
+
+// Options ------------------------------------------------------------------------------------------------------
+function options() {
+  const form = $("options");
+  const chosen = {};
+  for (const element of form.elements) {
+    if (!element.name || element.type === "checkbox") continue;
+    if (element.value === "") continue;
+    chosen[element.name] = element.type === "number" || element.type === "range" || element.name === "target_face_size"
+      || element.name === "video_memory_level" ? Number(element.value) : element.value;
+  }
+  chosen.face_mask_types = [...form.querySelectorAll("input[name=face_mask_types]:checked")].map((box) => box.value);
+  chosen.keep_mouth = form.querySelector("input[name=keep_mouth]").checked;
+  chosen.keep_eyes = form.querySelector("input[name=keep_eyes]").checked;
+  if (state.target && state.target.kind !== "video") {
+    delete chosen.output_video_quality; delete chosen.trim_frame_start; delete chosen.trim_frame_end;
+  }
+  if (chosen.face_selector_mode === "reference" && !state.reference) chosen.face_selector_mode = "one";
+  return chosen;
+}
+function jobBody() {
+  const body = { sources: state.sources.map((asset) => asset.id), target: state.target.id, options: options() };
+  if (body.options.face_selector_mode === "reference" && state.reference) {
+    delete body.options.face_selector_mode;
+    body.reference = state.reference;
+  }
+  return body;
+}
+function changed() {
+  $("run").disabled = !(state.sources.length && state.target);
+  clearTimeout(state.previewTimer);
+  state.previewTimer = setTimeout(preview, 150);
+}
+async function loadModels() {
+  try {
+    const { models } = await api("GET", "/v1/models");
+    for (const model of models) {
+      if (model.state === "missing") continue;
+      const select = model.kind === "swapper" ? $("face_swapper_model") : model.kind === "enhancer" ? $("face_enhancer_model") : null;
+      if (select && ![...select.options].some((option) => option.value === model.name)) {
+        select.append(new Option(model.name, model.name));
+      }
+    }
+  } catch (err) { showError(err.message); }
+}
+
+// Preview and faces --------------------------------------------------------------------------------------------
+async function preview() {
+  if (!(state.sources.length && state.target)) return;
+  const seq = ++state.previewSeq;
+  const status = $("preview-status");
+  status.textContent = "Rendering the preview...";
+  try {
+    const response = await api("POST", "/v1/preview", { ...jobBody(), frame: Number($("frame").value) }, true);
+    const blob = await response.blob();
+    if (seq !== state.previewSeq) return;
+    const image = $("preview");
+    if (image.src) URL.revokeObjectURL(image.src);
+    image.src = URL.createObjectURL(blob);
+    image.hidden = false;
+    image.dataset.version = String(seq);
+    status.textContent = "Preview of one frame with the current options.";
+    showError("");
+  } catch (err) {
+    if (seq !== state.previewSeq) return;
+    status.textContent = "No preview.";
+    showError(err.message);
+  }
+}
+async function loadFaces() {
+  const gallery = $("faces");
+  const seq = ++state.facesSeq;
+  if (!state.target) return;
+  try {
+    const { faces } = await api("POST", "/v1/faces", { target: state.target.id, frame: Number($("frame").value) });
+    if (seq !== state.facesSeq) return;  // a newer list was asked for
+    gallery.replaceChildren();
+    if (!faces.length) gallery.textContent = "No faces found in the target.";
+    for (const face of faces) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.setAttribute("aria-pressed", "false");
+      button.setAttribute("aria-label", `Face ${face.index + 1} (score ${face.score})`);
+      const image = document.createElement("img");
+      image.src = face.thumbnail;
+      image.alt = "";
+      button.append(image);
+      button.addEventListener("click", () => {
+        for (const other of gallery.querySelectorAll("button")) other.setAttribute("aria-pressed", "false");
+        button.setAttribute("aria-pressed", "true");
+        state.reference = { position: face.index, frame: Number($("frame").value) };
+        $("face_selector_mode").value = "reference";
+        changed();
+      });
+      gallery.append(button);
+    }
+  } catch (err) { showError(err.message); }
+}
+
+// Jobs ---------------------------------------------------------------------------------------------------------
+function setProgress(fraction) {
+  $("progress").value = fraction;
+  $("progress-text").textContent = `${Math.round(fraction * 100)}%`;
+}
+function clearResult() {
+  if (state.events) state.events.close();
+  setProgress(0);
+  $("result").replaceChildren();
+  $("download").hidden = true;
+}
+async function run() {
+  showError("");
+  clearResult();
+  try {
+    const job = await api("POST", "/v1/jobs", jobBody());
+    follow(job.id);
+    refreshJobs();
+  } catch (err) { showError(err.message); }
+}
+function follow(jobId) {
+  if (state.events) state.events.close();
+  state.job = jobId;
+  const events = new EventSource(withToken(`/v1/jobs/${jobId}/events`));
+  state.events = events;
+  events.addEventListener("progress", (event) => {
+    const job = JSON.parse(event.data);
+    setProgress(job.progress);
+    if (FINAL.includes(job.state)) {
+      events.close();
+      finished(job);
+      refreshJobs();
+    }
+  });
+  events.onerror = () => { events.close(); };
+}
+function finished(job) {
+  if (job.state !== "succeeded") {
+    showError(job.message || `the job was ${job.state}`);
+    return;
+  }
+  const url = withToken(`/v1/jobs/${job.id}/output`);
+  const video = job.media === "video";
+  const element = document.createElement(video ? "video" : "img");
+  element.src = url;
+  if (video) { element.controls = true; element.muted = true; } else { element.alt = "The swapped result"; }
+  $("result").replaceChildren(element);
+  const link = $("download");
+  link.href = url;
+  link.hidden = false;
+}
+async function refreshJobs() {
+  try {
+    const { jobs } = await api("GET", "/v1/jobs?limit=20");
+    const rows = jobs.map((job) => {
+      const row = document.createElement("tr");
+      const cells = [job.id.slice(0, 8), job.state, `${Math.round(job.progress * 100)}%`, job.message || ""];
+      cells.forEach((text, index) => {
+        const cell = document.createElement("td");
+        if (index === 0) { const code = document.createElement("code"); code.textContent = text; cell.append(code); }
+        else cell.textContent = text;
+        if (index === 1) cell.className = `state-${job.state}`;
+        row.append(cell);
+      });
+      const actions = document.createElement("td");
+      if (!FINAL.includes(job.state)) actions.append(action("Cancel", async () => { await api("POST", `/v1/jobs/${job.id}/cancel`); refreshJobs(); }));
+      else actions.append(action("Retry", async () => { const again = await api("POST", `/v1/jobs/${job.id}/retry`); follow(again.id); refreshJobs(); }));
+      if (job.state === "succeeded") actions.append(action("Show", () => { setProgress(1); finished(job); }));
+      row.append(actions);
+      return row;
+    });
+    if (!rows.length) {
+      const row = document.createElement("tr");
+      const cell = document.createElement("td");
+      cell.colSpan = 5;
+      cell.className = "hint";
+      cell.textContent = "No jobs yet.";
+      row.append(cell);
+      rows.push(row);
+    }
+    $("jobs").tBodies[0].replaceChildren(...rows);
+  } catch (err) { /* the error line keeps the last user action's error */ }
+}
+function action(label, handler) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "small secondary";
+  button.textContent = label;
+  button.addEventListener("click", () => handler().catch((err) => showError(err.message)));
+  return button;
+}
+
+// Wiring -------------------------------------------------------------------------------------------------------
+document.addEventListener("DOMContentLoaded", () => {
+  $("source-file").addEventListener("change", (event) => addSources([...event.target.files]));
+  $("target-file").addEventListener("change", (event) => event.target.files[0] && setTarget(event.target.files[0]));
+  dropZone($("source-drop"), addSources);
+  dropZone($("target-drop"), (files) => files[0] && setTarget(files[0]));
+  $("options").addEventListener("change", changed);
+  $("options").addEventListener("submit", (event) => event.preventDefault());
+  $("face_enhancer_blend").addEventListener("input", (event) => { $("face_enhancer_blend_value").textContent = event.target.value; });
+  $("frame").addEventListener("input", (event) => { $("frame_value").textContent = event.target.value; });
+  $("frame").addEventListener("change", () => { loadFaces(); changed(); });
+  $("run").addEventListener("click", run);
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.token = $("token").value.trim();
+    localStorage.setItem("slimfuse-token", state.token);
+    $("token-form").hidden = true;
+    showError("");
+    loadModels();
+    refreshJobs();
+  });
+  loadModels();
+  refreshJobs();
+  setInterval(refreshJobs, 3000);
+});

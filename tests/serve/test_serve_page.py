@@ -1,0 +1,130 @@
+"""The web page in a real browser: Debian's chromium, driven headless by Playwright (never `playwright install`).
+
+Uploads the sample photos, sees the preview change with an option, picks the reference face in the gallery, runs
+the job to 100%, sees the result, downloads it (equal to the job's output); then a video target's frame slider,
+an error line, and a narrow window. SLIMFUSE_SCREENSHOTS=DIR also keeps the screenshots there (docs/serve)."""
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from served import Server, samples, serving, small_clip
+
+playwright = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+WAIT_MS = 60_000
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(tmp_path_factory.mktemp("page"), workers=2) as running:
+        yield running
+
+
+@pytest.fixture()
+def page(tmp_path: Path) -> Iterator[object]:
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
+        opened = context.new_page()
+        opened.set_default_timeout(WAIT_MS)
+        yield opened
+        context.close()
+        browser.close()
+
+
+def _shot(page, name: str, folder: Path) -> None:  # noqa: ANN001
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    keep = os.environ.get("SLIMFUSE_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(keep) / path.name)
+
+
+# The preview as the page shows it: its pixels drawn on a canvas, summed in blocks.
+PIXELS = """() => { const image = document.getElementById('preview'); const canvas = document.createElement('canvas');
+  canvas.width = image.naturalWidth; canvas.height = image.naturalHeight; const context = canvas.getContext('2d');
+  context.drawImage(image, 0, 0); const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+  const sums = new Array(64).fill(0); for (let i = 0; i < data.length; i += 4) sums[(i >> 12) % 64] += data[i];
+  return sums; }"""
+
+
+def _preview_after(page, action) -> list[int]:  # noqa: ANN001
+    """The preview's pixels once `action` has made the page show a new one."""
+    before = page.get_attribute("#preview", "data-version")
+    with page.expect_response(lambda response: response.url.endswith("/v1/preview") and response.ok):
+        action()
+    page.wait_for_function(f"(document.getElementById('preview').dataset.version || '') !== '{before or ''}' && "
+                           "document.getElementById('preview').complete")
+    return page.evaluate(PIXELS)
+
+
+def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) -> None:  # noqa: ANN001
+    astronaut, grace_hopper = samples()
+    page.goto(server.base)
+    unlabelled = page.evaluate("""[...document.querySelectorAll('input, select')]
+        .filter(el => !el.labels.length && !el.getAttribute('aria-label')).map(el => el.id || el.name)""")
+    assert unlabelled == []
+    _shot(page, "1-empty", tmp_path)
+
+    page.set_input_files("#source-file", str(astronaut))
+    page.wait_for_selector("#source-list img")
+    first = _preview_after(page, lambda: page.set_input_files("#target-file", str(grace_hopper)))
+    page.wait_for_selector("#faces button")
+    changed = _preview_after(page, lambda: page.select_option("#target_face_size", "64"))
+    assert changed != first
+    face = page.locator("#faces button").first
+    _preview_after(page, face.click)
+    assert face.get_attribute("aria-pressed") == "true"
+    assert page.input_value("#face_selector_mode") == "reference"
+    page.wait_for_function("document.getElementById('preview-status').textContent.startsWith('Preview')")
+    _shot(page, "2-preview-and-faces", tmp_path)
+
+    page.keyboard.press("Tab")  # the run button is reached and pressed from the keyboard
+    page.focus("#run")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('progress').value === 1")
+    assert page.inner_text("#progress-text") == "100%"
+    page.wait_for_selector("#result img")
+    page.wait_for_function("document.querySelector('#result img').naturalWidth === 512")
+    page.wait_for_selector("#jobs tbody td.state-succeeded")
+    _shot(page, "3-result", tmp_path)
+    with page.expect_download() as download:
+        page.click("#download")
+    saved = tmp_path / "download.jpg"
+    download.value.save_as(saved)
+    with server.client() as client:
+        job = client.get("/v1/jobs").json()["jobs"][0]
+        assert job["state"] == "succeeded" and job["reference"] == {"position": 0, "frame": 0}
+        assert saved.read_bytes() == client.get(f"/v1/jobs/{job['id']}/output").content
+
+    clip = small_clip(tmp_path / "clip.mp4", frames=12)
+    _preview_after(page, lambda: page.set_input_files("#target-file", str(clip)))
+    assert page.is_visible("#frame") and page.get_attribute("#frame", "max") == "11"
+    assert page.is_visible("#trim_frame_end") and page.inner_html("#result") == ""
+    page.fill("#frame", "9")
+    with page.expect_request(lambda request: request.url.endswith("/v1/preview")) as asked, \
+            page.expect_response(lambda response: response.url.endswith("/v1/faces")):
+        page.dispatch_event("#frame", "change")
+    assert asked.value.post_data_json["frame"] == 9
+    page.wait_for_function("document.querySelectorAll('#faces button').length === 1")
+    page.wait_for_function("document.getElementById('preview-status').textContent.startsWith('Preview')")
+    _shot(page, "4-video-target", tmp_path)
+
+    text = tmp_path / "notes.jpg"
+    text.write_text("not a photo\n" * 50)
+    page.set_input_files("#target-file", str(text))
+    page.wait_for_selector("#error:not([hidden])")
+    message = page.inner_text("#error")
+    assert message.startswith("notes.jpg: ") and "Traceback" not in message
+    page.set_viewport_size({"width": 400, "height": 900})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    _shot(page, "5-error-narrow", tmp_path)

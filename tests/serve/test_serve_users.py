@@ -1,0 +1,65 @@
+"""Users: bearer tokens, each user's own assets and jobs, per-user limits, and the loopback-only open mode."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from served import create_token, finish, child_env, samples, serving, submit, upload
+
+from slimfuse.serve.store import JobStore
+
+
+def test_tokens_separate_users(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    alice, bob = create_token(data, "alice"), create_token(data, "bob")
+    assert alice.startswith("sf_") and alice != bob
+    assert alice not in (data / "slimfuse.db").read_bytes().decode("latin-1")  # stored hashed
+    again = subprocess.run([sys.executable, "-m", "slimfuse", "serve", "token", "create", "alice", "--data-dir",
+                            str(data)], env=child_env(), capture_output=True, text=True)
+    assert again.returncode == 2 and "exists already" in again.stderr
+    astronaut, grace_hopper = samples()
+    with serving(data, "--max-jobs-per-user", "1", "--max-storage-mb", "1") as server:
+        with server.client(token="") as anonymous, server.client(token="sf_wrong") as wrong:
+            assert anonymous.get("/v1/health").status_code == 200
+            for client in (anonymous, wrong):
+                refused = client.get("/v1/jobs")
+                assert refused.status_code == 401 and refused.json()["error"] == "Unauthorized"
+                assert client.post("/v1/assets", content=astronaut.read_bytes()).status_code == 401
+        with server.client(token=alice) as as_alice, server.client(token=bob) as as_bob:
+            source, target = upload(as_alice, astronaut)["id"], upload(as_alice, grace_hopper)["id"]
+            full = as_alice.post("/v1/assets", content=astronaut.read_bytes())  # 0.85 + 0.75 MB > 1 MB
+            assert full.status_code == 507 and full.json()["error"] == "StorageLimitError"
+            assert upload(as_bob, astronaut)["kind"] == "image"  # each user has their own storage
+            job = submit(as_alice, [source], target)
+            limited = as_alice.post("/v1/jobs", json={"sources": [source], "target": target})
+            assert limited.status_code == 429 and limited.json()["error"] == "TooManyJobsError"
+            for path in (f"/v1/assets/{source}", f"/v1/jobs/{job['id']}", f"/v1/jobs/{job['id']}/output"):
+                assert as_bob.get(path).status_code == 404
+            assert as_bob.post(f"/v1/jobs/{job['id']}/cancel").status_code == 404
+            stolen = as_bob.post("/v1/jobs", json={"sources": [source], "target": target})
+            assert stolen.status_code == 404 and stolen.json()["error"] == "NotFound"
+            assert as_bob.get("/v1/jobs").json()["jobs"] == []
+            assert finish(as_alice, job["id"])["state"] == "succeeded"
+            assert as_alice.get(f"/v1/jobs/{job['id']}/output", params={"token": alice}).status_code == 200
+            with server.client(token="") as by_query:
+                assert by_query.get(f"/v1/jobs/{job['id']}", params={"token": alice}).status_code == 200
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    refused = subprocess.run([sys.executable, "-m", "slimfuse", "serve", "--host", "0.0.0.0", "--data-dir",
+                              str(tmp_path)], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "binding beyond loopback needs tokens" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_old_files_expire(tmp_path: Path) -> None:
+    from slimfuse.serve.server import sweep
+
+    store = JobStore(tmp_path)
+    path = store.assets_dir / "0123456789abcdef0123.png"
+    path.write_bytes(b"x")
+    store.add_asset({"id": "0123456789abcdef0123", "user": "local", "kind": "image", "suffix": ".png", "name": "a",
+                     "bytes": 1, "width": 1, "height": 1, "frames": None, "created": 0.0})
+    assert sweep(store, retention_hours=24) == [path]
+    assert not path.exists() and store.asset("local", "0123456789abcdef0123") is None
