@@ -16,7 +16,7 @@ from typing import Literal, Protocol, TypeVar
 import cv2
 import numpy as np
 
-from slimfuse.processors.masks import soft_polygons
+from slimfuse.processors.mesh_masks import soft_polygons
 
 T = TypeVar("T")
 

@@ -42,7 +42,7 @@ import numpy as np
 from slimfuse.faces.mesh_topology import NUM_LANDMARKS, MeshTopology
 from slimfuse.processors import blend as blend_ops
 from slimfuse.processors import color as color_ops
-from slimfuse.processors import masks as mask_ops
+from slimfuse.processors import mesh_masks as mask_ops
 
 _SHIFT = 4
 _ONE = 1 << _SHIFT

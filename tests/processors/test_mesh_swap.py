@@ -16,7 +16,7 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors import color as color_ops
 from slimfuse.processors.blend import paste_back
-from slimfuse.processors.masks import polygons_signed_distance
+from slimfuse.processors.mesh_masks import polygons_signed_distance
 from slimfuse.processors.mesh_swap import MeshSwapOptions, MeshSwapper, SourceFace
 
 # ------------------------------------------------------------------------------------------------ fixtures
