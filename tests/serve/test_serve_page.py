@@ -81,6 +81,8 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     page.wait_for_selector("#faces button")
     changed = _preview_after(page, lambda: page.select_option("#target_face_size", "64"))
     assert changed != first
+    restored = _preview_after(page, lambda: page.select_option("#target_face_size", "512"))
+    assert restored == first  # the same options, the same preview
     face = page.locator("#faces button").first
     _preview_after(page, face.click)
     assert face.get_attribute("aria-pressed") == "true"
