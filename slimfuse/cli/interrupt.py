@@ -79,6 +79,12 @@ class Interrupts:
         finally:
             self.phase = Phase.FINISHING
 
+    def output_complete(self) -> None:
+        """The command's output stands whole under its final name: a signal from now on is ignored (reporting "no
+        output was written" would be wrong, and undoing it would lose finished work)."""
+        if self.phase is Phase.WORKING:
+            self.phase = Phase.FINISHING
+
     def done(self) -> None:
         """The command is over and its output flushed: the process ignores the signals while it exits."""
         self.phase = Phase.DONE

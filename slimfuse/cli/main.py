@@ -66,6 +66,7 @@ def _run(argv: list[str] | None, interrupts: Interrupts) -> int:
         args = build_parser().parse_args(argv)
     except UsageError as exc:
         return say(exc)
+    args.interrupts = interrupts  # a command whose output is complete says so (Interrupts.output_complete)
     code = run_guarded(args.command, args, interrupts)
     closed = flush_stdout()
     return code if closed is None else closed

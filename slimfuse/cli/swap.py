@@ -31,7 +31,7 @@ LOG = logging.getLogger(__name__)
 D = RunConfig()
 """The defaults, for the help texts (they live in config.py)."""
 CLI_ONLY = frozenset({"sources", "target", "output", "report", "quiet", "debug", "log_format", "command", "name",
-                      "help_prog"})
+                      "help_prog", "interrupts"})
 """What the command line takes that is not a run option."""
 
 
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, args.target)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
     result = swap_job(config, args.target, args.output, args.report, progress)
+    args.interrupts.output_complete()
     if args.report is not None and result.report_error is not None:
         raise OutputUnwritableError(args.report, f"cannot write the run report ({result.report_error})")
     summary = result.summary()
