@@ -11,8 +11,8 @@ provider, as level 3 picks fp16 there).
 
 Peak memory: each run is spawned by a small launcher process (so it does not inherit this process's peak, which
 Linux folds into a child's ru_maxrss at exec), and is the largest of the run's ru_maxrss (os.wait4), the sum of
-RSS over its process tree polled every 20 ms with psutil, and the peak its run report recorded (the report resets
-the kernel's peak at each stage, so ru_maxrss alone would say only the last stage's). With
+RSS over its process tree polled every 20 ms with psutil, and the peak its run report recorded (the kernel's
+high-water mark, never reset). With
 `--execution-provider cuda`, device memory is polled through NVML (pynvml), where it can be read.
 """
 from __future__ import annotations
@@ -377,9 +377,8 @@ def run_level(level: int, clip: Path, folder: Path, home: Path, budget: float | 
 
 
 def _report_peak(report: Mapping[str, Any]) -> float:
-    """The run's own peak RSS by its report (MB; 0 without one). The report resets the kernel's peak at every stage
-    (to give each stage its own), which also resets what ru_maxrss reads: the report's stage peaks keep the run's
-    whole peak, including a spike shorter than the polling interval."""
+    """The run's own peak RSS by its report (MB; 0 without one): the kernel's high-water mark, which also holds a
+    spike shorter than the polling interval."""
     value = report.get("peak_rss_mb")
     return float(value) if isinstance(value, (int, float)) else 0.0
 
