@@ -147,3 +147,31 @@ def test_levels_change_residency_not_the_frames(models_dir: Path, tmp_path: Path
     assert runs[2][1]["memory_plan"]["queue_frames"] == LEVELS[2].queue_frames
     assert dict(map(tuple, runs[0][1]["pool"]["loads_by_model"]))[SWAPPER] == 1
     assert {f"{SWAPPER}.int8", f"{ENHANCER}.int8"} <= set(dict(map(tuple, runs[3][1]["pool"]["loads_by_model"])))
+
+
+class _Releases:
+    def __init__(self) -> None:
+        self.released: list[str] = []
+
+    def release(self, name: str) -> bool:
+        self.released.append(name)
+        return True
+
+
+class _Generator:
+    def __init__(self, model: str) -> None:
+        self.generator_models = (model,)
+
+
+def test_a_lone_generator_stays_loaded_between_chunks() -> None:
+    """Level 2 releases each generator after its stage so the next can load; a generator alone is kept (its
+    reload every chunk bought nothing and cost a load and its peak)."""
+    from slimfuse.memory.levels import LEVELS
+    from slimfuse.pipeline.residency import Residency
+
+    pool = _Releases()
+    Residency(pool, LEVELS[2], [SWAPPER]).after_stage(_Generator(SWAPPER))  # type: ignore[arg-type]
+    assert pool.released == []
+    Residency(pool, LEVELS[2], [SWAPPER, ENHANCER]).after_stage(_Generator(SWAPPER))  # type: ignore[arg-type]
+    Residency(pool, LEVELS[1], [SWAPPER, ENHANCER]).after_stage(_Generator(SWAPPER))  # type: ignore[arg-type]
+    assert pool.released == [SWAPPER]
