@@ -133,6 +133,17 @@ def test_verdict() -> None:
     assert "PSNR below" in memory.verdict([*rows[:3], _row(3, 1000, 30.0)])
     assert "budget exceeded at level 3" in memory.verdict([*rows[:3], _row(3, 1000, 40.0, 900)])
     assert "level 2 failed" in memory.verdict([*rows[:2], replace(rows[2], exit_code=41, fps=None), rows[3]])
+    assert "level 2 peaked above the level before" in memory.verdict([*rows[:2], _row(2, 2100, 45.0), rows[3]])
+
+
+def test_the_frame_enhancer_mix_needs_its_real_file(tmp_path: Path, store: Store) -> None:
+    user = nm.isolated_store(tmp_path / "user", store)
+    with pytest.raises(ValueError, match="real_esrgan_x2"):
+        memory.run(store=user, width=SMALL, mixes=("swap+enhance+frame",), notify=lambda message: None)
+    arguments = memory.swap_arguments(3, Path("c.mp4"), Path("o.mp4"), Path("r.json"), None,
+                                      mix="swap+enhance+frame")
+    assert arguments[arguments.index("--frame-enhancer-model") + 1] == "real_esrgan_x2"
+    assert "--face-enhancer-model" not in memory.swap_arguments(3, Path("c"), Path("o"), Path("r"), None, mix="swap")
 
 
 def test_private_home_uses_the_users_real_models_and_their_records(tmp_path: Path, store: Store) -> None:
@@ -172,15 +183,18 @@ def bench(tmp_path_factory: pytest.TempPathFactory, store: Store) -> dict:  # ty
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memory, "measure", recording)
         rows = memory.run(frames=FRAMES, budgets=budgets, json_path=paths["json"], markdown_path=paths["markdown"],
-                          plot_path=paths["plot"], store=user, width=SMALL, notify=lambda message: None)
+                          plot_path=paths["plot"], store=user, width=SMALL, notify=lambda message: None,
+                          mixes=("swap", "swap+enhance"))
     return {"rows": rows, "runs": runs, "paths": paths, "user": user, "before": before, "budgets": budgets}
 
 
-def test_every_level_runs_in_a_fresh_process(bench: dict) -> None:  # type: ignore[type-arg]
-    runs = bench["runs"]
-    assert [argv[argv.index("--video-memory-level") + 1] for argv, _ in runs] == ["0", "1", "2", "3"]
+def test_every_level_of_every_mix_runs_in_a_fresh_process_after_a_first_load(bench: dict) -> None:  # type: ignore[type-arg]
+    first, *runs = bench["runs"]
+    assert first[0][1] == "-c" and first[1].exit_code == 0  # every model loaded once before the levels
+    assert [argv[argv.index("--video-memory-level") + 1] for argv, _ in runs] == ["0", "1", "2", "3"] * 2
+    assert ["--face-enhancer-model" in argv for argv, _ in runs] == [False] * 4 + [True] * 4
     pids = {measured.pid for _, measured in runs}
-    assert len(pids) == 4 and os.getpid() not in pids
+    assert len(pids) == 8 and os.getpid() not in pids
     for argv, measured in runs:
         assert argv[1:4] == ["-m", "slimfuse", "swap"] and "--report" in argv
         assert measured.exit_code == 0 and measured.peak_rss_mb > 50
@@ -190,7 +204,8 @@ def test_json_has_the_schema_and_budgets_are_judged(bench: dict) -> None:  # typ
     document = json.loads(bench["paths"]["json"].read_text(),
                           parse_constant=lambda token: pytest.fail(f"{token} in the JSON"))
     rows = document["rows"]
-    assert [row["level"] for row in rows] == [0, 1, 2, 3]
+    assert [(row["models"], row["level"]) for row in rows] == [(mix, level) for mix in ("swap", "swap+enhance")
+                                                              for level in (0, 1, 2, 3)]
     for row in rows:
         assert {"level", "peak_rss_mb", "peak_device_mb", "fps", "psnr_vs_level0", "budget_mb", "budget_exceeded",
                 "weights"} <= set(row)
@@ -199,16 +214,20 @@ def test_json_has_the_schema_and_budgets_are_judged(bench: dict) -> None:  # typ
         assert row["budget_mb"] == bench["budgets"][row["level"]]
         assert row["budget_exceeded"] == (row["budget_mb"] is not None and row["peak_rss_mb"] > row["budget_mb"])
         assert row["weights"] == "stand-in (random weights, width 0.0625 of real sizes)"
-    assert rows[0]["psnr_vs_level0"] is None  # level 0 is the reference
-    assert all(isinstance(row["psnr_vs_level0"], float) and row["psnr_vs_level0"] > 20 for row in rows[1:])
-    assert document["verdict"].startswith("verdict: ")
+    assert rows[0]["psnr_vs_level0"] is None and rows[4]["psnr_vs_level0"] is None  # level 0: each mix's reference
+    assert all(isinstance(row["psnr_vs_level0"], float) and row["psnr_vs_level0"] > 20
+               for row in rows if row["level"])
+    assert set(document["verdicts"]) == {"swap", "swap+enhance"}
+    assert all(text.startswith("verdict: ") for text in document["verdicts"].values())
+    assert document["first_load"]["peak_rss_mb"] > 50
     assert set(document["variants"]) == set(standins.MODELS)  # every int8 variant passed its gate
     assert rows[3]["variants"] and all(".int8" in name for name in rows[3]["variants"])
 
 
 def test_markdown_and_plot(bench: dict) -> None:  # type: ignore[type-arg]
     table = bench["paths"]["markdown"].read_text()
-    assert table.startswith("| run | peak RSS MB |") and "| level 3 |" in table
+    assert table.startswith("| models | run | peak RSS MB |") and "| inswapper_128 | level 3 |" in table
+    assert "| inswapper_128 + gfpgan_1.4 | level 0 |" in table
     assert "(reference)" in table and "verdict: " in table
     assert bench["paths"]["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
