@@ -51,6 +51,10 @@ def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: P
     level = config.memory.level
     variants = dict(config.runtime.model_variants)
     if level.reduced_precision:
+        from slimfuse.optimize.on_demand import make_missing
+
+        techniques = GPU_VARIANTS if config.runtime.on_gpu else CPU_VARIANTS
+        make_missing(store, [name for name in models if name not in variants], techniques, store.notify)
         variants = _reduced_precision_variants(variants, models, store, config.runtime.on_gpu)
     video = target is not None and is_video(target)
     # An unknown target (a Python API caller's next call) is planned for as a video: frames in flight counted.
