@@ -11,8 +11,8 @@ provider, as level 3 picks fp16 there).
 
 Peak memory: each run is spawned by a small launcher process (so it does not inherit this process's peak, which
 Linux folds into a child's ru_maxrss at exec), and is the largest of the run's ru_maxrss (os.wait4), the sum of
-RSS over its process tree polled every 20 ms with psutil, and the peak its run report recorded (the report resets
-the kernel's peak at each stage, so ru_maxrss alone would say only the last stage's). With
+RSS over its process tree polled every 20 ms with psutil, and the peak its run report recorded (the kernel's
+high-water mark, never reset). With
 `--execution-provider cuda`, device memory is polled through NVML (pynvml), where it can be read.
 """
 from __future__ import annotations
@@ -44,8 +44,14 @@ LOG = logging.getLogger(__name__)
 LEVELS: tuple[int, ...] = (0, 1, 2, 3)
 SWAPPER = "inswapper_128"
 ENHANCER = "gfpgan_1.4"
+FRAME_ENHANCER = "real_esrgan_x2"
+MIXES: dict[str, tuple[str, ...]] = {"swap": (SWAPPER,), "swap+enhance": (SWAPPER, ENHANCER),
+                                     "swap+enhance+frame": (SWAPPER, ENHANCER, FRAME_ENHANCER)}
+"""`--models` choices: the generators of each job. There is no stand-in of the frame enhancer (a real
+real_esrgan_x2 file in the store is used; without one that mix is refused)."""
+DEFAULT_MIXES = ("swap+enhance",)
 DEFAULT_FRAMES = 48
-DEFAULT_BUDGETS: dict[int, float | None] = {0: None, 1: 2400.0, 2: 2000.0, 3: 1000.0}
+DEFAULT_BUDGETS: dict[int, float | None] = {0: None, 1: 2400.0, 2: 2000.0, 3: 1100.0}
 """MB per level (None: no budget), each level's plan fitting on the stand-ins (measured; see the README)."""
 GOAL_PEAK_RATIO = 0.35
 GOAL_PSNR_DB = 35.0
@@ -79,6 +85,8 @@ class Row:
     """The reduced-precision variants the run loaded (from its report)."""
     exit_code: int = 0
     error: str | None = None
+    models: str = "swap+enhance"
+    """The mix of models (a MIXES key)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,7 @@ def private_home(home: Path, store: Store, width: float = 1.0) -> tuple[Path, st
     folder.mkdir(parents=True, exist_ok=True)
     for name in store.pinned_names():
         _link(store.path(name), folder / store.catalog.get(name).filename)
-    real = [name for name in standins.MODELS if width == 1.0 and store.location(name).is_file()]
+    real = [name for name in (*standins.MODELS, FRAME_ENHANCER) if width == 1.0 and store.location(name).is_file()]
     stand_ins = standins.ensure(store.home, tuple(name for name in standins.MODELS if name not in real), width)
     records = {}
     for name in real:
@@ -336,9 +344,15 @@ class DeviceMemory:
 # The benchmark ---------------------------------------------------------------------------------------------------
 
 def swap_arguments(level: int, clip: Path, output: Path, report: Path, budget: float | None,
-                   flags: LevelFlags = level_flags, provider: str | None = None) -> list[str]:
+                   flags: LevelFlags = level_flags, provider: str | None = None,
+                   mix: str = "swap+enhance") -> list[str]:
+    models = MIXES[mix]
     arguments = ["swap", "-s", str(sample_path("astronaut")), "-t", str(clip), "-o", str(output),
-                 "--face-swapper-model", SWAPPER, "--face-enhancer-model", ENHANCER, *flags(level)]
+                 "--face-swapper-model", SWAPPER, *flags(level)]
+    if ENHANCER in models:
+        arguments += ["--face-enhancer-model", ENHANCER]
+    if FRAME_ENHANCER in models:
+        arguments += ["--frame-enhancer-model", FRAME_ENHANCER]
     if budget is not None:
         arguments += ["--memory-budget", f"{budget:g}"]
     if provider is not None and provider != "cpu":
@@ -347,10 +361,12 @@ def swap_arguments(level: int, clip: Path, output: Path, report: Path, budget: f
 
 
 def run_level(level: int, clip: Path, folder: Path, home: Path, budget: float | None, weights: str,
-              frames: int, flags: LevelFlags = level_flags, provider: str | None = None) -> tuple[Row, Path]:
+              frames: int, flags: LevelFlags = level_flags, provider: str | None = None,
+              mix: str = "swap+enhance") -> tuple[Row, Path]:
     """Run the job at `level` in a fresh process; its row (PSNR still to come) and its output file."""
-    output, report_path, log = folder / f"level{level}.mp4", folder / f"level{level}.json", folder / f"level{level}.log"
-    argv = slimfuse_command(*swap_arguments(level, clip, output, report_path, budget, flags, provider))
+    stem = f"{mix}-level{level}"
+    output, report_path, log = folder / f"{stem}.mp4", folder / f"{stem}.json", folder / f"{stem}.log"
+    argv = slimfuse_command(*swap_arguments(level, clip, output, report_path, budget, flags, provider, mix))
     device = DeviceMemory.open() if provider == "cuda" else None
     try:
         measured = measure(argv, {**os.environ, "SLIMFUSE_HOME": str(home)}, log, device)
@@ -373,14 +389,13 @@ def run_level(level: int, clip: Path, folder: Path, home: Path, budget: float | 
               fps=None if fps is None else round(fps, 3), psnr_vs_level0=None, budget_mb=budget,
               budget_exceeded=exceeded(compared, budget), weights=weights, frames=frames_done,
               seconds=round(measured.seconds, 2), variants=_variants_used(report), exit_code=measured.exit_code,
-              error=error)
+              error=error, models=mix)
     return row, output
 
 
 def _report_peak(report: Mapping[str, Any]) -> float:
-    """The run's own peak RSS by its report (MB; 0 without one). The report resets the kernel's peak at every stage
-    (to give each stage its own), which also resets what ru_maxrss reads: the report's stage peaks keep the run's
-    whole peak, including a spike shorter than the polling interval."""
+    """The run's own peak RSS by its report (MB; 0 without one): the kernel's high-water mark, which also holds a
+    spike shorter than the polling interval."""
     value = report.get("peak_rss_mb")
     return float(value) if isinstance(value, (int, float)) else 0.0
 
@@ -417,43 +432,88 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
         json_path: Path | None = None, markdown_path: Path | None = None, plot_path: Path | None = None,
         provider: str | None = None, store: Store | None = None, width: float = 1.0,
         flags: LevelFlags = level_flags, levels: Sequence[int] = LEVELS,
-        notify: Callable[[str], None] | None = None) -> list[Row]:
-    """The benchmark: every level of `levels` in a fresh process; prints the table and the verdict."""
+        notify: Callable[[str], None] | None = None, mixes: Sequence[str] = DEFAULT_MIXES) -> list[Row]:
+    """The benchmark: every mix of `mixes` at every level of `levels`, each in a fresh process; prints a table
+    and a verdict per mix. ValueError for the frame enhancer's mix without a real_esrgan_x2 file in the store."""
     from slimfuse.bench.video import make_bench_clip, mean_psnr
 
     store = store or Store(notify=lambda message: None)
     notify = notify or notice
+    if any(FRAME_ENHANCER in MIXES[mix] for mix in mixes) and not store.location(FRAME_ENHANCER).is_file():
+        raise ValueError(f"the mix with the frame enhancer needs a {FRAME_ENHANCER} file in the model store "
+                         "(there is no stand-in of it); see slimfuse models path")
     budgets = dict(budgets) if budgets is not None else {level: DEFAULT_BUDGETS.get(level) for level in levels}
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-memory-") as work:
         folder = Path(work)
         home, weights = private_home(folder / "home", store, width)
         notify(f"bench memory: models: {weights}")
-        variants = make_variants(home, standins.MODELS, folder, provider, notify)
+        names = tuple(dict.fromkeys(["arcface_w600k_r50", *(name for mix in mixes for name in MIXES[mix])]))
+        variants = make_variants(home, names, folder, provider, notify)
+        first = prepare_models(home, names, variants, folder, provider)
+        notify(f"bench memory: first load of each model (prepared for this CPU once): peak "
+               f"{first.peak_rss_mb:.0f} MB, {first.seconds:.0f} s")
         clip = make_bench_clip(folder, frames)
-        outputs: dict[int, Path] = {}
-        for level in levels:
-            row, output = run_level(level, clip, folder, home, budgets.get(level), weights, frames, flags, provider)
-            notify(f"bench memory: level {level}: peak {row.peak_rss_mb} MB, "
-                   f"{'failed: ' + (row.error or '') if row.exit_code else f'{row.fps} frames/s'}")
-            rows.append(row)
-            outputs[level] = output
-        reference = outputs.get(0)
-        rows = [_with_psnr(row, reference, outputs[row.level], mean_psnr) for row in rows]
+        for mix in mixes:
+            outputs: dict[int, Path] = {}
+            measured: list[Row] = []
+            for level in levels:
+                row, output = run_level(level, clip, folder, home, budgets.get(level), weights, frames, flags,
+                                        provider, mix)
+                notify(f"bench memory: {mix}, level {level}: peak {row.peak_rss_mb} MB, "
+                       f"{'failed: ' + (row.error or '') if row.exit_code else f'{row.fps} frames/s'}")
+                measured.append(row)
+                outputs[level] = output
+            rows += [_with_psnr(row, outputs.get(0), outputs[row.level], mean_psnr) for row in measured]
         prepared = Prepared(home, weights, variants)
     text = markdown(rows, frames, prepared, provider)
     print(text)
     if markdown_path is not None:
         markdown_path.write_text(text + "\n", encoding="utf-8")
     if json_path is not None:
-        document = {"frames": frames, "size": [1280, 720], "job": {"swapper": SWAPPER, "enhancer": ENHANCER},
+        document = {"frames": frames, "size": [1280, 720], "mixes": {mix: list(MIXES[mix]) for mix in mixes},
                     "execution_provider": provider or "cpu", "variants": prepared.variants,
-                    "goal": {"peak_ratio": GOAL_PEAK_RATIO, "psnr_db": GOAL_PSNR_DB}, "verdict": verdict(rows),
+                    "first_load": {"peak_rss_mb": round(first.peak_rss_mb, 1), "seconds": round(first.seconds, 2)},
+                    "goal": {"peak_ratio": GOAL_PEAK_RATIO, "psnr_db": GOAL_PSNR_DB},
+                    "verdicts": {mix: verdict(_of_mix(rows, mix)) for mix in mixes},
                     "rows": [asdict(row) for row in rows]}
         json_path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     if plot_path is not None:
         plot(rows, plot_path, frames)
     return rows
+
+
+PREPARE = """
+import sys
+from slimfuse.models.pool import ModelPool
+from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.store import Store
+names = sys.argv[1].split(",")
+variants = dict(item.split("=") for item in sys.argv[2].split(",") if item)
+store = Store(notify=lambda message: None)
+runtime = RuntimeOptions(providers=(sys.argv[3],))
+for pool in (ModelPool(store, runtime), ModelPool(store, runtime, variants=variants)):
+    for name in names:
+        pool.session(name)
+        pool.release(name)
+"""
+"""Loads each model, and each variant, once: what a first run does before its first frame (ONNX Runtime's graph
+prepared for this CPU, slimfuse.models.prepared), so no level's row carries that one-time cost."""
+
+
+def prepare_models(home: Path, names: Sequence[str], variants: Mapping[str, str], folder: Path,
+                   provider: str | None = None) -> Measured:
+    """The first load of `names` (and their `variants`) in a fresh process, measured."""
+    argv = [sys.executable, "-c", PREPARE, ",".join(names), ",".join(f"{k}={v}" for k, v in variants.items()),
+            provider or "cpu"]
+    measured = measure(argv, {**os.environ, "SLIMFUSE_HOME": str(home)}, folder / "prepare.log")
+    if measured.exit_code != 0:
+        raise RuntimeError(f"loading the models failed: {_last_line((folder / 'prepare.log').read_text())}")
+    return measured
+
+
+def _of_mix(rows: Sequence[Row], mix: str) -> list[Row]:
+    return [row for row in rows if row.models == mix]
 
 
 def _with_psnr(row: Row, reference: Path | None, output: Path, psnr_of: Callable[[Path, Path], float]) -> Row:
@@ -471,8 +531,8 @@ def peak_of(row: Row) -> float | None:
 
 
 def verdict(rows: Sequence[Row]) -> str:
-    """One line: does level 3 peak at most GOAL_PEAK_RATIO of level 0, with PSNR >= GOAL_PSNR_DB and no budget
-    exceeded?"""
+    """One line for one mix's rows: does level 3 peak at most GOAL_PEAK_RATIO of level 0, each level at most the
+    one before, with PSNR >= GOAL_PSNR_DB and no budget exceeded?"""
     by_level = {row.level: row for row in rows}
     failed = [row.level for row in rows if row.exit_code != 0]
     problems = [f"level {level} failed" for level in failed]
@@ -494,6 +554,11 @@ def verdict(rows: Sequence[Row]) -> str:
         detail.append(f"PSNR vs level 0 min {min(measured):.1f} dB (aim >= {GOAL_PSNR_DB:g})")
         if min(measured) < GOAL_PSNR_DB:
             problems.append("PSNR below the aim")
+    ordered = sorted((row for row in rows if row.exit_code == 0 and peak_of(row) is not None), key=lambda r: r.level)
+    higher = [later.level for earlier, later in zip(ordered, ordered[1:], strict=False)
+              if peak_of(later) > peak_of(earlier)]  # type: ignore[operator]
+    if higher:
+        problems.append(f"level {', '.join(map(str, higher))} peaked above the level before")
     over = [row.level for row in rows if row.budget_exceeded]
     detail.append("no budget exceeded" if not over else f"budget exceeded at level {', '.join(map(str, over))}")
     if over:
@@ -503,13 +568,14 @@ def verdict(rows: Sequence[Row]) -> str:
 
 
 def markdown(rows: Sequence[Row], frames: int, prepared: Prepared | None = None, provider: str | None = None) -> str:
-    header = ["run", "peak RSS MB", "x level 0", "peak device MB", "frames/s", "PSNR vs level 0 dB", "budget MB",
+    mixes = list(dict.fromkeys(row.models for row in rows))
+    header = ["models", "run", "peak RSS MB", "x level 0", "peak device MB", "frames/s", "PSNR vs level 0 dB", "budget MB",
               "within budget", "variants used", "weights"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    base = next((peak_of(row) for row in rows if row.level == 0 and row.exit_code == 0), None)
+    bases = {row.models: peak_of(row) for row in rows if row.level == 0 and row.exit_code == 0}
     for row in rows:
-        peak = peak_of(row)
-        cells = [f"level {row.level}", _cell(row.peak_rss_mb, ".0f"),
+        peak, base = peak_of(row), bases.get(row.models)
+        cells = [" + ".join(MIXES[row.models]), f"level {row.level}", _cell(row.peak_rss_mb, ".0f"),
                  "" if base is None or peak is None or row.exit_code else f"{peak / base:.2f}",
                  _cell(row.peak_device_mb, ".0f"),
                  _cell(row.fps, ".2f") if row.exit_code == 0 else f"failed (exit {row.exit_code}): {row.error}",
@@ -519,10 +585,10 @@ def markdown(rows: Sequence[Row], frames: int, prepared: Prepared | None = None,
         lines.append("| " + " | ".join(cells) + " |")
     made = ", ".join(prepared.variants.values()) if prepared and prepared.variants else "none"
     lines.append(f"\n{frames} frames of 1280x720 (a camera pan over the packaged Grace Hopper photo, source the "
-                 f"astronaut), swapped with {SWAPPER} and enhanced with {ENHANCER}, provider "
-                 f"{provider or 'cpu'}; each level in a fresh process; peak memory of the whole process tree; "
-                 f"frames/s over the processing stage; variants made and gated first: {made}.")
-    lines.append("\n" + verdict(rows))
+                 f"astronaut), provider {provider or 'cpu'}; each level in a fresh process, after a first load "
+                 "that prepared every model for this CPU; peak memory of the whole process tree; frames/s over "
+                 f"the processing stage; variants made and gated first: {made}.")
+    lines += [f"\n{' + '.join(MIXES[mix])}: {verdict(_of_mix(rows, mix))}" for mix in mixes]
     return "\n".join(lines)
 
 
@@ -538,7 +604,8 @@ def plot(rows: Sequence[Row], path: Path, frames: int) -> None:
 
     figure, axes = pyplot.subplots(figsize=(7, 3.6))
     peaks = [peak_of(row) or 0.0 for row in rows]
-    labels = [f"level {row.level}" for row in rows]
+    several = len({row.models for row in rows}) > 1
+    labels = [f"{row.models}\nlevel {row.level}" if several else f"level {row.level}" for row in rows]
     bars = axes.bar(labels, peaks, color=["C3" if row.budget_exceeded or row.exit_code else "C0" for row in rows])
     for bar, row in zip(bars, rows, strict=True):
         note = f"{bar.get_height():.0f} MB\n{row.fps:.2f} fps" if row.fps is not None else "failed"

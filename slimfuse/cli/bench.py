@@ -37,7 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_memory_parser(kinds: argparse._SubParsersAction) -> None:
-    from slimfuse.bench.memory import DEFAULT_BUDGETS, DEFAULT_FRAMES
+    from slimfuse.bench.memory import DEFAULT_BUDGETS, DEFAULT_FRAMES, DEFAULT_MIXES, MIXES
 
     defaults = ",".join("none" if value is None else f"{value:g}" for value in DEFAULT_BUDGETS.values())
     memory = kinds.add_parser("memory", help="the video memory levels 0-3 side by side: peak memory, frames/s, PSNR "
@@ -45,6 +45,10 @@ def _add_memory_parser(kinds: argparse._SubParsersAction) -> None:
     memory.add_argument("--frames", type=_positive_int, default=DEFAULT_FRAMES, help="length of the benchmark clip")
     memory.add_argument("--budgets", default=None, metavar="MB,MB,MB,MB",
                         help=f"--memory-budget of levels 0,1,2,3 (none: no budget); default {defaults}")
+    memory.add_argument("--models", nargs="+", choices=list(MIXES), default=list(DEFAULT_MIXES), metavar="MIX",
+                        help="the jobs, each at every level: swap (inswapper_128 alone), swap+enhance (and "
+                        "gfpgan_1.4), swap+enhance+frame (and real_esrgan_x2, which needs the real file); default "
+                        + " ".join(DEFAULT_MIXES))
     memory.add_argument("--execution-provider", choices=["cpu", "cuda"], default="cpu",
                         help="the provider the runs use; with cuda, peak device memory is read through NVML")
     memory.add_argument("--standin-width", type=float, default=1.0, metavar="FACTOR",
@@ -118,7 +122,10 @@ def _run_memory(args: argparse.Namespace) -> int:
     if not 0 < args.standin_width <= 1:
         raise UsageError(detail=f"--standin-width must be in (0, 1], got {args.standin_width:g}")
     notify = None  # notices go to the log, which --quiet silences
-    rows = memory.run(frames=args.frames, budgets=budgets, json_path=args.json, markdown_path=args.markdown,
-                      plot_path=args.plot, provider=args.execution_provider, store=make_store(args),
-                      width=args.standin_width, notify=notify)
+    try:
+        rows = memory.run(frames=args.frames, budgets=budgets, json_path=args.json, markdown_path=args.markdown,
+                          plot_path=args.plot, provider=args.execution_provider, store=make_store(args),
+                          width=args.standin_width, notify=notify, mixes=tuple(dict.fromkeys(args.models)))
+    except ValueError as exc:
+        raise UsageError(detail=str(exc)) from None
     return 1 if any(row.exit_code != 0 for row in rows) else 0

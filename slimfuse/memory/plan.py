@@ -57,6 +57,9 @@ CODEC_THREADS = 2
 PLANNED_SHARE = 0.92
 # The frame enhancer's tiles are halved under a tight budget down to this side (its activations go with the area).
 SMALLEST_TILE = 64
+CONSTANTS_SLACK = 8 * MB
+"""Room in a pool budget for the constants read from model files beside their sessions (inswapper's 1 MB emap):
+without it, a strict level's pool evicted and reloaded its models every chunk."""
 
 
 @dataclass(frozen=True)
@@ -178,8 +181,9 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
     total = sum(need.weight_bytes for need in models)
     loading = max((need.load_bytes for need in models), default=0)  # one model loads at a time
     weights = total + loading
-    if one_generator:
-        generators = [need.weight_bytes for need in models if need.kind in GENERATOR_KINDS]
+    generators = [need.weight_bytes for need in models if need.kind in GENERATOR_KINDS]
+    take_turns = one_generator and len(generators) > 1  # a generator alone has nothing to take turns with
+    if take_turns:
         weights -= sum(generators) - max(generators, default=0)
     largest_weight = max((need.weight_bytes + need.load_bytes for need in models), default=0)
     tiles = [need.tile for need in models if need.tile]
@@ -219,7 +223,7 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
         least = smaller
     minimum = int((baseline + frames(least) + activations(least) + largest_weight) / PLANNED_SHARE)
     if budget_bytes is None:
-        return plan(setting, weights - loading if one_generator else None,
+        return plan(setting, weights - loading + CONSTANTS_SLACK if take_turns else None,
                     baseline + frames(setting) + activations(setting) + weights)
     if budget_bytes < minimum:
         raise MemoryBudgetError(detail=(

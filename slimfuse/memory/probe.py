@@ -9,6 +9,7 @@ import importlib
 import os
 import platform
 import resource
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,50 @@ def maxrss_bytes(maxrss: int) -> int:
 
 def peak_rss_mb() -> float:
     return peak_rss_bytes() / MB
+
+
+class PeakSampler:
+    """The peak RSS of this process between marks, sampled by a daemon thread every `interval` seconds.
+
+    Stage peaks read this way leave the kernel's own high-water mark (VmHWM, ru_maxrss) alone, so `time -v` and
+    other outside tools still see the process's true peak; a spike shorter than the interval may be missed here
+    and is still in VmHWM."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self._interval = interval
+        self._peak = _rss_now()
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="slimfuse-rss-sampler", daemon=True)
+        self._thread.start()
+
+    def take(self) -> int:
+        """The peak since the last take (or the start), in bytes, at least the RSS now; starts a new interval."""
+        now = _rss_now()
+        with self._lock:
+            peak, self._peak = max(self._peak, now), now
+        return peak
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _sample(self) -> None:
+        while not self._stopped.wait(self._interval):
+            rss = _rss_now()
+            with self._lock:
+                self._peak = max(self._peak, rss)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _rss_now() -> int:
+    """This process's RSS in bytes: /proc/self/statm where there is one (cheap enough to sample often)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except OSError:
+        return psutil.Process().memory_info().rss
 
 
 def reset_peak_rss() -> bool:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from slimfuse.errors import ModelInvalidError
 from slimfuse.models.bound_session import BoundSession, Session
+from slimfuse.models.prepared import FOLDER, PreparedModels
 from slimfuse.models.runtime import ModelLoadError, ProviderReport, RuntimeOptions, check_requested, create_session
 from slimfuse.models.store import Notify, Store
 from slimfuse.models.validate import bind_inputs, describe, input_mismatch, session_inputs
@@ -81,6 +82,7 @@ class ModelPool:
         self._cpu_planned = frozenset(self.variants.get(name, name) for name in cpu_only)
         self._cpu_only: set[str] = set(self._cpu_planned)
         self._peak = 0
+        self._prepared = PreparedModels(store.home / FOLDER, self.notify)
         # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
         check_requested(runtime, self.provider_report, LOG.warning)
 
@@ -177,8 +179,9 @@ class ModelPool:
         spec = self.store.catalog.get(base)
         with self._cond:
             runtime = replace(self.runtime, providers=("cpu",)) if name in self._cpu_only else self.runtime
+        loaded, runtime = self._prepared.session_input(name, path, runtime)
         try:
-            session = create_session(path, runtime, self.provider_report, LOG.warning, name)
+            session = create_session(loaded, runtime, self.provider_report, LOG.warning, name)
         except ModelLoadError as exc:
             expected = f"an ONNX model with inputs {describe(spec.io.inputs)}" if spec.io else "an ONNX model"
             problem = (f"expected {expected}, found a file ONNX Runtime cannot load "

@@ -73,6 +73,8 @@ class RuntimeOptions:
     inter_op_threads: int = 1
     enable_mem_pattern: bool = True
     enable_cpu_arena: bool = True
+    disable_prepacking: bool = False
+    """No prepacked copies of weights (for a graph ONNX Runtime already optimised, see slimfuse.models.prepared)."""
     shrink_arenas: bool = False
     """Ask ONNX Runtime to return its arenas' free memory after each generator run (see `run_options`)."""
     gpu_mem_limit: int | None = None
@@ -149,6 +151,8 @@ def session_options(options: RuntimeOptions) -> ort.SessionOptions:
     settings.enable_cpu_mem_arena = options.enable_cpu_arena
     settings.enable_mem_pattern = options.enable_mem_pattern
     settings.log_severity_level = QUIET_LOG_SEVERITY
+    if options.disable_prepacking:
+        settings.add_session_config_entry("session.disable_prepacking", "1")
     return settings
 
 
@@ -280,20 +284,20 @@ def create_session(path: Path, options: RuntimeOptions, report: ProviderReport |
                                            enable_fallback=0)
         except Exception as exc:  # noqa: BLE001 - ORT raises many types; sort them out below
             if is_allocation_failure(exc):  # out of memory, not a bad file: never reject the file for it
-                raise MemoryError(_first_line(exc)) from exc
+                raise MemoryError(first_line(exc)) from exc
             if all(name == "cpu" for name in usable):
-                raise ModelLoadError(_first_line(exc)) from exc
+                raise ModelLoadError(first_line(exc)) from exc
             try:  # a GPU provider may fail hard; does the file load on the CPU?
                 session = ort.InferenceSession(str(path), sess_options=session_options(options),
                                                providers=provider_chain(("cpu",), options), enable_fallback=0)
             except Exception as cpu_exc:  # noqa: BLE001
                 if is_allocation_failure(cpu_exc):
-                    raise MemoryError(_first_line(cpu_exc)) from cpu_exc
-                raise ModelLoadError(_first_line(cpu_exc)) from cpu_exc
+                    raise MemoryError(first_line(cpu_exc)) from cpu_exc
+                raise ModelLoadError(first_line(cpu_exc)) from cpu_exc
             for name in usable:
                 if name != "cpu":
                     _problem(options, report, warn,
-                             ProviderProblem(name, f"failed to initialise: {_first_line(exc)}", "cpu", model))
+                             ProviderProblem(name, f"failed to initialise: {first_line(exc)}", "cpu", model))
     active = session.get_providers()
     for name in usable:
         if name == "cpu" or PROVIDERS[name] in active:
@@ -319,6 +323,6 @@ def _known(provider: str) -> bool:
     return provider in PROVIDERS.values()
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

@@ -30,6 +30,8 @@ class RunPlan:
     """(catalog name, NAME.VARIANT) the pool loads in those models' place: chosen ones and the level's."""
     cpu_only: tuple[str, ...]
     """Models that run on the CPU whatever the provider (the light analysis models, at a level that says so)."""
+    generators: tuple[str, ...]
+    """The swappers and enhancers among `models` (the ones a memory level makes take turns)."""
     face_size: int
     """--target-face-size with the level's cap."""
     pixel_boost: int | None
@@ -49,6 +51,10 @@ def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: P
     level = config.memory.level
     variants = dict(config.runtime.model_variants)
     if level.reduced_precision:
+        from slimfuse.optimize.on_demand import make_missing
+
+        techniques = GPU_VARIANTS if config.runtime.on_gpu else CPU_VARIANTS
+        make_missing(store, [name for name in models if name not in variants], techniques, store.notify)
         variants = _reduced_precision_variants(variants, models, store, config.runtime.on_gpu)
     video = target is not None and is_video(target)
     # An unknown target (a Python API caller's next call) is planned for as a video: frames in flight counted.
@@ -61,6 +67,7 @@ def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: P
     return RunPlan(
         models=models, memory=memory, variants=tuple(sorted(variants.items())),
         cpu_only=_cpu_only(config, models, store),
+        generators=tuple(name for name in models if store.catalog.get(name).kind in GENERATOR_KINDS),
         face_size=config.swap.target_face_size if face_cap is None else min(config.swap.target_face_size, face_cap),
         pixel_boost=boost if face_cap is None or boost is None else min(boost, face_cap),
         frame_tile=memory.frame_tile(tile), runtime=_runtime_options(config, level, video))

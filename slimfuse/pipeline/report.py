@@ -1,8 +1,9 @@
 """--report run.json: what a run did, written atomically at its end (or on error, with the error).
 
 Stages are marked by the pipelines (models, sources, processing, write); each records its time, the process's RSS
-(and the tree's, children included), its own peak RSS (Linux: the peak is reset at each mark; elsewhere it is the
-peak so far, flagged by `peak_per_stage`), and the models the pool holds then."""
+(and the tree's, children included), its own peak RSS (sampled by a thread, slimfuse.memory.probe.PeakSampler),
+the process's peak so far (the kernel's high-water mark, which the report never resets, so outside tools such as
+`time -v` see the true peak too), and the models the pool holds then."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from typing import Any, Protocol
 from slimfuse.config import RunConfig
 from slimfuse.errors import InterruptedByUser, SlimfuseError, Terminated, TerminatedBySignal
 from slimfuse.memory.batching import AdaptiveBatcher
-from slimfuse.memory.probe import MB, process_memory, reset_peak_rss
+from slimfuse.memory.probe import MB, PeakSampler, peak_rss_bytes, process_memory
 from slimfuse.models.pool import ModelPool
 from slimfuse.atomic import write_bytes_atomic
 
@@ -36,7 +37,7 @@ class RunReport:
         self.batcher: AdaptiveBatcher | None = None
         self._stages: list[dict[str, Any]] = []
         self._started = self._last = time.perf_counter()
-        self._peak_per_stage = reset_peak_rss()
+        self._sampler = PeakSampler()
 
     def stage(self, name: str) -> None:
         """Mark the end of stage `name`: its time, memory and the models resident now."""
@@ -45,18 +46,21 @@ class RunReport:
         entry: dict[str, Any] = {
             "stage": name, "seconds": round(now - self._last, 4), "at_seconds": round(now - self._started, 4),
             "rss_mb": round(memory.rss_bytes / MB, 1), "tree_rss_mb": round(memory.tree_rss_bytes / MB, 1),
-            "peak_rss_mb": round(memory.peak_rss_bytes / MB, 1)}
+            "peak_rss_mb": round(self._sampler.take() / MB, 1),
+            "peak_so_far_mb": round(memory.peak_rss_bytes / MB, 1)}
         if self.pool is not None:
             stats = self.pool.stats()
             entry.update(resident=list(stats.resident), resident_mb=round(stats.resident_bytes / MB, 1),
                          loads=stats.loads, evictions=stats.evictions, released=list(stats.released))
         self._stages.append(entry)
         self._last = now
-        self._peak_per_stage = reset_peak_rss() and self._peak_per_stage
 
     def write(self, output: Path | None = None, error: BaseException | None = None,
               results: dict[str, Any] | None = None) -> None:
         config = self.config
+        self._sampler.stop()
+        # The kernel's high-water mark: the whole run's peak, a spike between two samples included.
+        peak = max([peak_rss_bytes() / MB, *(stage["peak_rss_mb"] for stage in self._stages)])
         report: dict[str, Any] = {
             "ok": error is None,
             "inputs": {"sources": [str(p) for p in config.sources],
@@ -70,8 +74,8 @@ class RunReport:
             "memory_plan": None if self.plan is None else self.plan.to_dict(),
             "batching": None if self.batcher is None else self.batcher.to_dict(),
             "stages": self._stages,
-            "peak_per_stage": self._peak_per_stage,
-            "peak_rss_mb": max((stage["peak_rss_mb"] for stage in self._stages), default=None),
+            "peak_per_stage": True,
+            "peak_rss_mb": round(peak, 1),
             "seconds": round(time.perf_counter() - self._started, 4),
             "results": results or {},
             "error": None if error is None else _describe(error),

@@ -10,14 +10,17 @@ from slimfuse.processors.base import FaceProcessor
 
 
 class Residency:
-    def __init__(self, pool: ModelPool, level: MemoryLevel) -> None:
+    def __init__(self, pool: ModelPool, level: MemoryLevel, generators: Iterable[str] = ()) -> None:
+        """generators: the run's generator models; one alone is never released between chunks (nothing waits
+        for its room, and reloading it would cost a load and its peak every chunk)."""
         self.pool = pool
         self.level = level
+        self.take_turns = level.one_generator and len(set(generators)) > 1
 
     def after_stage(self, processor: FaceProcessor) -> None:
         """A processor has run over what there is to do now: at a level that keeps one generator resident at a
         time, its generators go, so the next stage's can load."""
-        if self.level.one_generator:
+        if self.take_turns:
             for name in processor.generator_models:
                 self.pool.release(name)
 

@@ -212,7 +212,7 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     batcher = AdaptiveBatcher(pool, memory.batch_sizes(), memory.batch_size, store.notify, memory.refine_within_bytes)
     if report is not None:
         report.pool, report.batcher = pool, batcher
-    residency = Residency(pool, config.memory.level)
+    residency = Residency(pool, config.memory.level, plan.generators)
     chain = spec.build(config, pool, batcher, plan.face_size, plan.pixel_boost, plan.frame_tile, residency)
     analyser = FaceAnalyser(pool, DetectorOptions(model=faces.face_detector_model, score=faces.face_detector_score,
                                                   tile_size=faces.face_detector_size))

@@ -1,6 +1,7 @@
 """The memory and hardware probes, with a fake NVML (no GPU here) and a fake / for the Jetson check."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -51,6 +52,22 @@ def test_peak_can_be_reset_for_a_stage() -> None:
     if not probe.reset_peak_rss():
         pytest.skip("this platform cannot reset the peak")
     assert probe.peak_rss_bytes() < before
+
+
+def test_the_sampler_sees_a_peak_between_takes_and_starts_again() -> None:
+    sampler = probe.PeakSampler(interval=0.005)
+    try:
+        sampler.take()
+        big = bytearray(96 << 20)
+        big[::4096] = b"x" * len(big[::4096])
+        time.sleep(0.1)
+        del big
+        time.sleep(0.05)
+        first = sampler.take()
+        second = sampler.take()
+    finally:
+        sampler.stop()
+    assert first - second > 64 << 20  # the freed 96 MB were seen, then forgotten
 
 
 def test_gpus_through_an_injected_nvml() -> None:

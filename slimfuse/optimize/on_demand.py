@@ -1,0 +1,71 @@
+"""The reduced-precision variants a memory level promises, made when a run first needs them.
+
+`--video-memory-level 3` runs the stored variant of each model that passed its quality gate. Where a large model
+has none yet (no variant was ever tried), it is made here, once: `slimfuse optimize NAME --int8 --gate` (static,
+calibrated on face crops; dynamic where static fails its gate; `--fp16` on a GPU provider) in a child process, so
+the run's own peak does not carry the quantiser's, with a line of progress before and after. A variant that fails
+its gate is stored marked failed (`--force`), so later runs neither use it nor try again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from slimfuse.models.spec import KIND_GATES
+from slimfuse.models.store import Notify, Store
+from slimfuse.models.variants import FLAGS, read_record, variant_filename
+
+MIN_BYTES = 32 << 20
+"""Smaller models save little memory as variants, and a gate costs minutes."""
+
+
+def missing(store: Store, models: Sequence[str], techniques: Sequence[str]) -> list[str]:
+    """The large models of `models` with a file, a gate for their kind, and no variant of `techniques` tried."""
+    found = []
+    for name in models:
+        spec = store.catalog.get(name)
+        path = store.location(name)
+        if (spec.kind not in KIND_GATES or not spec.filename.endswith(".onnx") or not path.is_file()
+                or path.stat().st_size < MIN_BYTES):
+            continue
+        if all(read_record(store.model_dir / variant_filename(spec.filename, technique)) is None
+               for technique in techniques):
+            found.append(name)
+    return found
+
+
+def make_missing(store: Store, models: Sequence[str], techniques: Sequence[str], notify: Notify) -> None:
+    """Make, gate and store the first of `techniques` that passes for each model `missing` names."""
+    for name in missing(store, models, techniques):
+        for technique in techniques:
+            started = time.perf_counter()
+            notify(f"slimfuse: {name}: making its {technique} variant for this memory level, once "
+                   f"(slimfuse optimize {name} {FLAGS[technique]} --gate; stored for later runs)")
+            verdict = _optimize(store, name, technique)
+            notify(f"slimfuse: {name}.{technique}: {verdict} ({time.perf_counter() - started:.0f} s)")
+            if verdict.startswith("pass"):
+                break
+
+
+def _optimize(store: Store, name: str, technique: str) -> str:
+    """One `slimfuse optimize` in a child process: 'pass: METRIC VALUE', 'fail: ...' or 'not made: REASON'."""
+    with tempfile.TemporaryDirectory(prefix="slimfuse-variant-") as folder:
+        result = Path(folder) / "gate.json"
+        argv = [sys.executable, "-m", "slimfuse", "optimize", name, *FLAGS[technique].split(), "--gate", "--force",
+                "--quiet", "--json", str(result)]
+        if store.models_dir is not None:
+            argv += ["--models-dir", str(store.models_dir)]
+        done = subprocess.run(argv, env={**os.environ, "SLIMFUSE_HOME": str(store.home)}, capture_output=True,
+                              text=True, check=False)
+        try:
+            gate = json.loads(result.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            return f"not made: {lines[-1] if lines else f'exit {done.returncode}'}"
+    return f"{gate.get('verdict')}: {gate.get('metric')} {gate.get('value')}"
