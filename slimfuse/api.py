@@ -57,7 +57,7 @@ class FaceInfo:
     thumbnail: np.ndarray
     """The face's box with a margin, RGB, at most THUMBNAIL_PX on its longer side."""
     identity: np.ndarray | None = None
-    """The recogniser's descriptor (with identity=True)."""
+    """The recognizer's descriptor (with identity=True)."""
 
 
 class Swapper:

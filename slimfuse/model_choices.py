@@ -26,7 +26,7 @@ NO_MODEL = "none"
 """The enhancer options' value for no enhancer."""
 LANDMARKER_MODELS: tuple[str, ...] = ("face_landmark",)
 NOT_MODELS = frozenset({MESH_SWAPPER, NO_MODEL, "dlib"})
-"""Choices that name no ONNX model (the mesh swapper, no enhancer, dlib's recogniser): they have no variants."""
+"""Choices that name no ONNX model (the mesh swapper, no enhancer, dlib's recognizer): they have no variants."""
 
 
 def split_choice(value: str, choices: Sequence[str]) -> tuple[str, str | None]:

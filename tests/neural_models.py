@@ -4,7 +4,7 @@ Each has exactly the input and output names and shapes of its catalog entry (sli
 code paths run as with the real files: an identity swapper that gives back its target (with `source_tint`, plus a
 tint per channel computed from the source it is fed, `tint_of`, so a test sees which source reached the model), an
 inswapper-shaped graph whose last initializer is a 512 x 512 emap, an identity enhancer, a CodeFormer with its
-`weight` input, a recogniser that returns a fixed projection of its input, and an embedding converter; detectors
+`weight` input, a recognizer that returns a fixed projection of its input, and an embedding converter; detectors
 whose outputs are planted faces (`planted_detector`), occluders and face parsers with a known answer (`occluder`,
 `face_parser`), and super-resolution stand-ins that resize (`resize_enhancer`).
 
@@ -245,7 +245,7 @@ def isolated_store(home: Path, real: Store, models_dir: Path | None = None, noti
 
 
 def place_standins(folder: Path, free_batch: bool = False, source_tint: float = 0.0) -> Path:
-    """Every swapper, converter, enhancer and the recogniser of the catalog as stand-ins in `folder` (the swappers
+    """Every swapper, converter, enhancer and the recognizer of the catalog as stand-ins in `folder` (the swappers
     with a source tint of `source_tint`)."""
     from slimfuse.models.neural import enhancers, recognizers, swappers
 

@@ -142,7 +142,7 @@ def _add_face_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_neural_options(parser: argparse.ArgumentParser) -> None:
-    """Options of the neural models (enhancer, recogniser, pixel boost) and of ONNX Runtime."""
+    """Options of the neural models (enhancer, recognizer, pixel boost) and of ONNX Runtime."""
     enhance, runtime = D.enhance, D.runtime
     parser.add_argument("--face-swapper-pixel-boost", type=int, metavar="SIZE",
                         help="align at SIZE px and run the swapper on interleaved sub-images of its own size "

@@ -1,4 +1,4 @@
-"""Face recognisers behind one small interface: dlib's ResNet descriptor (the default) and ArcFace (w600k_r50).
+"""Face recognizers behind one small interface: dlib's ResNet descriptor (the default) and ArcFace (w600k_r50).
 
 Reference selection and the check that several source photos show one person use `distance` and
 `same_person`; the neural swappers take their source identity from ArcFace whatever is selected here.
@@ -62,7 +62,7 @@ class ArcFaceRecognizer:
         self.name = model
         spec = pool.store.catalog.get(model)
         if spec.io is None or spec.io.template is None or spec.io.crop_size is None:
-            raise ValueError(f"{model} is not a recogniser with an alignment template")
+            raise ValueError(f"{model} is not a recognizer with an alignment template")
         self.io = spec.io
 
     def crop(self, image: np.ndarray, face: Face) -> np.ndarray:
@@ -102,7 +102,7 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 def recognizer_models(name: str) -> tuple[str, ...]:
-    """The catalog models behind recogniser `name` (what the pool holds for it)."""
+    """The catalog models behind recognizer `name` (what the pool holds for it)."""
     return (PREDICTOR, DLIB_RECOGNIZER) if name == "dlib" else (name,)
 
 
@@ -111,4 +111,4 @@ def build_recognizer(name: str, pool: ModelPool) -> Recognizer:
         return DlibRecognizer(pool)
     if name == ARCFACE:
         return ArcFaceRecognizer(pool, name)
-    raise ValueError(f"unknown face recogniser {name!r}; known: {', '.join(RECOGNIZERS)}")
+    raise ValueError(f"unknown face recognizer {name!r}; known: {', '.join(RECOGNIZERS)}")

@@ -26,7 +26,7 @@ class FaceSelector:
     def __init__(self, mode: SelectorMode, reference: np.ndarray | None = None, position: int = 0,
                  max_distance: float = 0.6, metric: Callable[[np.ndarray, np.ndarray], float] = distance) -> None:
         """reference: the descriptor of the person to swap (from a reference photo); None in reference mode: the
-        face at `position` (0 = largest) of the first frame with faces. metric: the recogniser's distance."""
+        face at `position` (0 = largest) of the first frame with faces. metric: the recognizer's distance."""
         self.mode = mode
         self.position = position
         self.max_distance = max_distance

@@ -3,7 +3,7 @@
 Each level trades speed for a lower peak, and each adds to the one before:
 - 0 (tolerant): every model stays resident for the whole run, ONNX Runtime keeps its arenas, and frames are
   rendered in chunks so the generators run wide batches across frames.
-- 1 (moderate, the default): models are released as soon as no stage needs them (the source's recogniser after
+- 1 (moderate, the default): models are released as soon as no stage needs them (the source's recognizer after
   the source is prepared), batches are sized to the budget, the CPU arena is shrunk after every generator run, and
   frames stream one at a time through two render threads.
 - 2 (strict): stage by stage over chunks of frames: the swapper runs over the whole chunk, is released, then the
@@ -35,7 +35,7 @@ class MemoryLevel:
     """Ask ONNX Runtime to give its arenas' free memory back after each generator run."""
     memory_patterns: bool
     analysis_on_cpu: bool
-    """The detectors, landmarkers, recognisers and mask models run on the CPU even with a GPU provider."""
+    """The detectors, landmarkers, recognizers and mask models run on the CPU even with a GPU provider."""
     reduced_precision: bool
     """Use the stored fp16 / int8 variants that passed their gate."""
     max_face_size: int | None

@@ -45,7 +45,7 @@ class ModelIO:
     std: tuple[float, float, float] = (1.0, 1.0, 1.0)
     """Input = (RGB/255 - mean) / std."""
     companions: tuple[str, ...] = ()
-    """Other catalog models this one needs (an embedding converter, a recogniser)."""
+    """Other catalog models this one needs (an embedding converter, a recognizer)."""
     output_range: tuple[float, float] = (0.0, 1.0)
     """The values of the image output that stand for black and white: RGB/255 = (y - low) / (high - low)."""
 

@@ -6,7 +6,7 @@ kind (see slimfuse.models.spec.METRICS):
 - landmarkers: mean landmark error in pixels of the model's crop (FaceMesh's 192 px crop, the iris model's 64 px);
 - detectors: the project's own decoding and merging (slimfuse.faces.blazeface, slimfuse.faces.neural_detect) on
   both models, then box IoU, recall and precision;
-- recognisers and embedding converters: cosine similarity of the output vectors;
+- recognizers and embedding converters: cosine similarity of the output vectors;
 - swappers, enhancers, frame enhancers and occluders: PSNR and SSIM of the generated image, and for faces the
   identity distance (ArcFace when its file is in the store, else dlib) between the two generated faces;
 - face parsers: the share of pixels whose most likely class (the region the masks are cut from) agrees.

@@ -155,7 +155,7 @@ def _reduced_precision_variants(chosen: dict[str, str], models: tuple[str, ...],
 
 
 def _cpu_only(config: RunConfig, models: tuple[str, ...], store: Store) -> tuple[str, ...]:
-    """At a level that says so, the light analysis models (detectors, landmarkers, recognisers, masks) stay on the
+    """At a level that says so, the light analysis models (detectors, landmarkers, recognizers, masks) stay on the
     CPU whatever the provider, so the device holds only the generators."""
     if not (config.runtime.on_gpu and config.memory.level.analysis_on_cpu):
         return ()

@@ -122,7 +122,7 @@ class OnnxSwapProcessor:
 
     @property
     def preparation_models(self) -> tuple[str, ...]:
-        """Models only `prepare` uses (the source identity's recogniser and converter)."""
+        """Models only `prepare` uses (the source identity's recognizer and converter)."""
         if self.recipe.source == "image":
             return ()
         return (RECOGNIZER, *((self.recipe.converter,) if self.recipe.converter else ()))

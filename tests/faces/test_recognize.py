@@ -1,4 +1,4 @@
-"""Recognisers behind one interface: ArcFace (with a stand-in model) and dlib, and reference selection by either."""
+"""Recognizers behind one interface: ArcFace (with a stand-in model) and dlib, and reference selection by either."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,13 +56,13 @@ def test_batched_and_one_by_one_embeddings_agree(arcface_pool: ModelPool, tmp_pa
     np.testing.assert_allclose(batched, fixed, rtol=1e-4, atol=1e-4)
 
 
-def test_both_recognisers_behind_one_interface(arcface_pool: ModelPool) -> None:
+def test_both_recognizers_behind_one_interface(arcface_pool: ModelPool) -> None:
     assert isinstance(build_recognizer("dlib", arcface_pool), DlibRecognizer)
     arcface = build_recognizer("arcface_w600k_r50", arcface_pool)
     assert isinstance(arcface, ArcFaceRecognizer)
     for recognizer in (build_recognizer("dlib", arcface_pool), arcface):
         assert 0 < recognizer.same_person < 2
-    with pytest.raises(ValueError, match="unknown face recogniser"):
+    with pytest.raises(ValueError, match="unknown face recognizer"):
         build_recognizer("facenet", arcface_pool)
     a, b = np.array([1.0, 0.0]), np.array([0.6, 0.8])
     dlib = build_recognizer("dlib", arcface_pool)
@@ -70,7 +70,7 @@ def test_both_recognisers_behind_one_interface(arcface_pool: ModelPool) -> None:
     np.testing.assert_allclose(arcface.combined([a, b]), (a + b) / np.linalg.norm(a + b))
 
 
-def test_reference_selection_uses_the_recognisers_metric() -> None:
+def test_reference_selection_uses_the_recognizers_metric() -> None:
     face = Face(box=np.array([0, 0, 10, 10], np.float32), score=1.0, keypoints=np.zeros((6, 2), np.float32))
     tracks = [Track(id=index, face=face, raw=face, filter=None) for index in range(3)]
     vectors = {0: np.array([1.0, 0.0]), 1: np.array([0.0, 1.0]), 2: np.array([0.9, 0.1])}

@@ -18,7 +18,7 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import SourcePhoto
 
-# What ONNX Runtime says when its arena cannot grow (memory/limit.py recognises it).
+# What ONNX Runtime says when its arena cannot grow (memory/limit.py recognizes it).
 ORT_OOM = "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 1048576"
 
 

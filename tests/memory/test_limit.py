@@ -20,7 +20,7 @@ def _swap(source: Path, target: Path, output: Path, *options: str) -> subprocess
                           env=os.environ.copy())
 
 
-def test_allocation_failures_are_recognised() -> None:
+def test_allocation_failures_are_recognized() -> None:
     assert is_allocation_failure(MemoryError())
     assert is_allocation_failure(RuntimeError("pthread_create failed, error code: 12 error msg: Cannot allocate memory"))
     assert is_allocation_failure(RuntimeError("std::bad_alloc"))

@@ -83,7 +83,7 @@ def test_no_nvml_or_no_driver_gives_none(monkeypatch: pytest.MonkeyPatch) -> Non
     assert probe.gpus() is None
 
 
-def test_jetson_is_recognised_from_the_platform_files(tmp_path: Path) -> None:
+def test_jetson_is_recognized_from_the_platform_files(tmp_path: Path) -> None:
     assert not probe.is_jetson(tmp_path)
     (tmp_path / "proc/device-tree").mkdir(parents=True)
     (tmp_path / "proc/device-tree/model").write_bytes(b"NVIDIA Jetson Orin Nano Developer Kit\x00")

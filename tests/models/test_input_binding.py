@@ -38,7 +38,7 @@ def _pool(root: Path, store: Store, model: onnx.ModelProto) -> tuple[ModelPool, 
     return ModelPool(nm.isolated_store(root / "home", store, placed)), path
 
 
-def test_insightface_named_recogniser_is_bound_by_position(tmp_path: Path, store: Store, astronaut: np.ndarray,
+def test_insightface_named_recognizer_is_bound_by_position(tmp_path: Path, store: Store, astronaut: np.ndarray,
                                                            grace_hopper: np.ndarray) -> None:
     insightface = renamed(nm.recognizer(), {"input": "input.1", "output": "683"})
     assert [value.name for value in insightface.graph.input] == ["input.1"]

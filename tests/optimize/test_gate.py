@@ -1,5 +1,5 @@
 """The quality gate: its verdict follows its measured value and threshold, its metrics are right on cases worked by
-hand, and it judges swappers, enhancers and recognisers (stand-in models with the catalog's tensors) by PSNR, SSIM,
+hand, and it judges swappers, enhancers and recognizers (stand-in models with the catalog's tensors) by PSNR, SSIM,
 identity distance and cosine similarity."""
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_box_agreement_counts_misses_and_extras() -> None:
 
 @pytest.fixture(scope="module")
 def neural(tmp_path_factory: pytest.TempPathFactory, store: Store) -> tuple[Store, Workshop]:
-    """A store holding stand-ins for every swapper, enhancer, converter and the ArcFace recogniser."""
+    """A store holding stand-ins for every swapper, enhancer, converter and the ArcFace recognizer."""
     root = tmp_path_factory.mktemp("gate_neural")
     neural_store = nm.isolated_store(root / "home", store, nm.place_standins(root / "placed"))
     return neural_store, Workshop(neural_store)

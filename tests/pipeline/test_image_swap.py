@@ -140,7 +140,7 @@ def test_several_sources_of_one_person(pool: ModelPool, tmp_path: Path, grace_ho
     output = tmp_path / "out.png"
     messages: list[str] = []
     swap_file(sources, target, output, messages.append)
-    assert messages == []  # all three are recognised as one person
+    assert messages == []  # all three are recognized as one person
     result = np.asarray(Image.open(output).convert("RGB"))
     assert distance(_descriptor(pool, result), _descriptor(pool, astronaut)) < SAME_PERSON_DISTANCE
 

@@ -99,7 +99,7 @@ def test_inswapper_latent_is_the_normalised_embedding_times_the_emap() -> None:
 
 
 def _arcface_reference(image: np.ndarray, face) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The recogniser stand-in's raw embedding, computed here from the published recipe: arcface_112_v2 at 112,
+    """The recognizer stand-in's raw embedding, computed here from the published recipe: arcface_112_v2 at 112,
     RGB (x - 127.5) / 127.5."""
     crop, _ = warp_face(image, five_points(face.landmarks), "arcface_112_v2", 112)
     tensor = ((crop.astype(np.float64) - 127.5) / 127.5).transpose(2, 0, 1)[None]

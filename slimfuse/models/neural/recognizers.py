@@ -1,4 +1,4 @@
-"""Catalog entries: face recognisers users bring (none ships in a registry package; see the README).
+"""Catalog entries: face recognizers users bring (none ships in a registry package; see the README).
 
 ArcFace (insightface's buffalo_l w600k_r50, as FaceFusion publishes it): `input` [1, 3, 112, 112], the face
 aligned to arcface_112_v2, RGB (x - 127.5) / 127.5; the first output is the 512-d embedding, L2-normalised for use.
