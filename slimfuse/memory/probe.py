@@ -123,21 +123,31 @@ def reset_peak_rss() -> bool:
 
 
 def process_memory() -> ProcessMemory:
-    rss = psutil.Process().memory_info().rss
-    return ProcessMemory(rss_bytes=rss, tree_rss_bytes=tree_rss_bytes(), peak_rss_bytes=max(peak_rss_bytes(), rss))
+    """This process's RSS, and its tree's from the same reading of its own (read twice, the two could disagree)."""
+    me = psutil.Process()
+    rss = me.memory_info().rss
+    return ProcessMemory(rss_bytes=rss, tree_rss_bytes=rss + _descendants_rss(me),
+                         peak_rss_bytes=max(peak_rss_bytes(), rss))
 
 
 def tree_rss_bytes(pid: int | None = None) -> int:
     """The RSS of process `pid` (default: this one) and all its descendants now, in bytes (0 once it has ended)."""
     try:
         root = psutil.Process(pid)
-        members = [root, *root.children(recursive=True)]
+        return root.memory_info().rss + _descendants_rss(root)
+    except psutil.Error:
+        return 0
+
+
+def _descendants_rss(root: psutil.Process) -> int:
+    try:
+        children = root.children(recursive=True)
     except psutil.Error:
         return 0
     total = 0
-    for member in members:
+    for child in children:
         try:
-            total += member.memory_info().rss
+            total += child.memory_info().rss
         except psutil.Error:  # it ended between listing and asking
             continue
     return total
