@@ -15,7 +15,7 @@ from pathlib import Path
 from slimfuse.batch.items import BatchItem
 from slimfuse.batch.journal import Journal, options_hash
 from slimfuse.batch.pool import InlinePool, Pool, ProcessPool
-from slimfuse.batch.segments import join_segments, plan_segments, scan_keyframes
+from slimfuse.batch.segments import join_segments, plan_segments, scan_keyframes, with_warmup
 from slimfuse.batch.worker import FrameProgress, Task, TaskError, TaskResult
 from slimfuse.config import RunConfig
 from slimfuse.errors import SlimfuseError
@@ -28,6 +28,8 @@ DONE, SKIPPED, FAILED = "done", "skipped", "failed"
 # each at least MIN_SEGMENT_FRAMES long.
 SEGMENTS_PER_WORKER = 2
 MIN_SEGMENT_FRAMES = 25
+# Frames before each segment that are only analysed, so its tracks and landmark smoothing match a single pass.
+WARMUP_FRAMES = 30
 Notify = Callable[[str], None]
 
 
@@ -172,7 +174,9 @@ class BatchRunner:
             return whole
         split_started = time.perf_counter()
         try:
-            spans = plan_segments(scan_keyframes(item.target), self.pieces, self.min_frames)
+            keyframes = scan_keyframes(item.target)
+            spans = with_warmup(plan_segments(keyframes, self.pieces, self.min_frames), keyframes, WARMUP_FRAMES,
+                                job.config.faces.face_detector_interval)
         except Exception:  # noqa: BLE001 - an unreadable video fails in its whole-item task with its own message
             return whole
         if len(spans) < 2:

@@ -31,10 +31,14 @@ Notify = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Keyframes:
-    """A video's frames by presentation order: each keyframe's (index, pts), and the frame count."""
+    """A video's frames by presentation order: each keyframe's (index, pts), and every frame's pts."""
 
     keyframes: tuple[tuple[int, int], ...]
-    frames: int
+    stamps: tuple[int, ...]
+
+    @property
+    def frames(self) -> int:
+        return len(self.stamps)
 
 
 def scan_keyframes(path: Path) -> Keyframes:
@@ -50,7 +54,7 @@ def scan_keyframes(path: Path) -> Keyframes:
             if packet.is_keyframe:
                 keys.add(packet.pts)
     stamps.sort()
-    return Keyframes(tuple((index, pts) for index, pts in enumerate(stamps) if pts in keys), len(stamps))
+    return Keyframes(tuple((index, pts) for index, pts in enumerate(stamps) if pts in keys), tuple(stamps))
 
 
 def plan_segments(keyframes: Keyframes, pieces: int, min_frames: int = 1) -> list[FrameSpan]:
@@ -66,6 +70,18 @@ def plan_segments(keyframes: Keyframes, pieces: int, min_frames: int = 1) -> lis
             chosen.append((index, pts))
     ends: list[int | None] = [pts for _, pts in chosen[1:]]
     return [FrameSpan(index, pts, end) for (index, pts), end in zip(chosen, [*ends, None], strict=True)]
+
+
+def with_warmup(spans: Sequence[FrameSpan], keyframes: Keyframes, frames: int, interval: int) -> list[FrameSpan]:
+    """Each segment after the first also decodes about `frames` frames before it, starting on a multiple of the
+    detector's interval, so the detector runs on the frames a run through the whole video runs it on."""
+    warmed = []
+    for span in spans:
+        first = span.start_index - frames - span.start_index % interval if span.start_index else 0
+        first = max(0, first)
+        count = span.start_index - first
+        warmed.append(replace(span, warmup=count, warmup_pts=keyframes.stamps[first] if count else None))
+    return warmed
 
 
 @dataclass(frozen=True)

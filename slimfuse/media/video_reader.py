@@ -46,11 +46,18 @@ class VideoFrame:
 @dataclass(frozen=True)
 class FrameSpan:
     """A keyframe segment of a video: the frames whose pts lie in [start_pts, end_pts) (end None: to the end),
-    the first of them frame `start_index` of the file; start_pts is a keyframe's."""
+    the first of them frame `start_index` of the file; start_pts is a keyframe's. warmup: the reader also gives
+    the `warmup` frames before it, from `warmup_pts` (indices below start_index), for the tracker to settle."""
 
     start_index: int
     start_pts: int
     end_pts: int | None
+    warmup: int = 0
+    warmup_pts: int | None = None
+
+    @property
+    def first_pts(self) -> int:
+        return self.start_pts if self.warmup_pts is None else self.warmup_pts
 
 
 class _Stopped(Exception):
@@ -165,12 +172,12 @@ class VideoReader:
     def _decode_span(self, container: InputContainer, stream: VideoStream, span: FrameSpan) -> None:
         """From the keyframe at or before the span's first pts (a seek), the frames whose pts lie in the span,
         numbered from its first index; frames before it (an open GOP's leading frames) are dropped."""
-        container.seek(span.start_pts, stream=stream, backward=True, any_frame=False)
-        index = span.start_index
+        container.seek(span.first_pts, stream=stream, backward=True, any_frame=False)
+        index = span.start_index - span.warmup
         try:
             for packet in container.demux(stream):
                 for frame in packet.decode():
-                    if frame.pts is None or frame.pts < span.start_pts:
+                    if frame.pts is None or frame.pts < span.first_pts:
                         continue
                     if span.end_pts is not None and frame.pts >= span.end_pts:
                         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -107,7 +107,8 @@ class VideoSwapJob:
         temp = config.video.temp_frame_format
         with writer:
             with VideoReader(self.target, start=start, end=end, queue_size=self.queue_frames, info=info,
-                             threads=self.codec_threads, span=self.span) as reader:
+                             threads=self.codec_threads, span=self.span) as decoded:
+                reader = self._after_warmup(decoded, frames)
                 try:
                     if temp is None and self.level.chunked:
                         self._in_chunks(reader, frames, writer)
@@ -124,6 +125,16 @@ class VideoSwapJob:
             run.residency.after_run()
         run.mark("write")
         return VideoResult(self.output, info, writer.frames_written, stats, setup_seconds)
+
+    def _after_warmup(self, reader: Iterable[VideoFrame], frames: FrameLoop) -> Iterator[VideoFrame]:
+        """A segment's warm-up frames are only analysed, so its tracks and smoothing start where a run through the
+        whole video would have them; the rest go on to be swapped and written."""
+        start = self.span.start_index if self.span is not None else 0
+        for frame in reader:
+            if frame.index < start:
+                frames.analyse(frame.rgb, frame.time)
+                continue
+            yield frame
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameLoop, writer: VideoWriter) -> None:
         """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by the
