@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from slimfuse.batch.items import BatchItem
 from slimfuse.batch.journal import Journal, options_hash
@@ -79,16 +80,20 @@ class _Pending:
     done: dict[int, TaskResult] = field(default_factory=dict)
 
 
-class BatchProgress:
-    """What a batch reports as it goes (the command line draws it; the default says nothing)."""
+class BatchProgress(Protocol):
+    """What a batch reports as it goes (the command line draws it)."""
 
     def started(self, total: int) -> None: ...
 
-    def item(self, name: str) -> None: ...
-
-    def frames(self, done: int, total: int | None) -> None: ...
-
     def finished(self, row: ItemRow) -> None: ...
+
+
+class _Silent:
+    def started(self, total: int) -> None:
+        pass
+
+    def finished(self, row: ItemRow) -> None:
+        pass
 
 
 def fit_workers(config: RunConfig, target: Path | None, asked: int, notify: Notify) -> int:
@@ -120,7 +125,7 @@ class BatchRunner:
         self.options = dict(options)
         self.journal = Journal(journal_dir)
         self.pool = pool
-        self.progress = progress or BatchProgress()
+        self.progress: BatchProgress = progress or _Silent()
         self.notify = notify
         self.pieces = max(1, pool.workers * segments_per_worker)
         self.min_frames = min_segment_frames
@@ -216,7 +221,7 @@ class BatchRunner:
             del pending[task.item]
             return []
         if task.segment is None:
-            job.row.frames = result.frames
+            job.row.frames, job.row.seconds = result.frames, result.seconds
             self._finish(pending, task.item)
             return []
         job.done[task.segment] = result
@@ -241,7 +246,7 @@ class BatchRunner:
 
     def _finish(self, pending: dict[int, _Pending], index: int) -> None:
         job = pending.pop(index)
-        job.row.seconds = time.perf_counter() - job.started
+        job.row.seconds = job.row.seconds or time.perf_counter() - job.started
         self.journal.record(job.item.output, job.digest, job.item.target, job.row.seconds)
         self.progress.finished(job.row)
 
