@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from batch_media import CLIP_FRAMES, psnr, segment_clip, video_frames
+from batch_media import CLIP_FRAMES, segment_clip, video_frames
 from slimfuse.batch.items import BatchItem
 from slimfuse.batch.runner import DONE, BatchResult, BatchRunner
 from slimfuse.cli.main import main
+from slimfuse.metrics import psnr
 
 ray = pytest.importorskip("ray")
 from slimfuse.batch.ray_pool import RayPool  # noqa: E402 - only with the extra

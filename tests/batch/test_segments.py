@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from batch_media import CLIP_FRAMES, CLIP_GOP, audio_packets, duration, psnr, segment_clip, video_frames
+from batch_media import CLIP_FRAMES, CLIP_GOP, audio_packets, duration, segment_clip, video_frames
 from slimfuse.batch.segments import plan_segments, scan_keyframes, with_warmup
 from slimfuse.cli.main import main
+from slimfuse.metrics import psnr
 
 # Two encodes of the same frames differ by the encoder's choices (about 45 dB here); the segments' tracks start
 # from their warm-up frames rather than the whole video, which costs a few dB at worst.
