@@ -18,6 +18,7 @@ from slimfuse.batch.worker import FrameProgress, Task, TaskError, TaskResult, Wo
 
 MAX_ATTEMPTS = 3
 POLL_S = 0.2
+STOP_GRACE_S = 30.0
 OnResult = Callable[[TaskResult], Iterable[Task]]
 """Called with each finished task; returns the tasks to run next because of it (a failed segment redone)."""
 
@@ -54,18 +55,23 @@ def died(task: Task, how: str) -> TaskResult:
 
 
 def _serve(inbox: multiprocessing.Queue, outbox: multiprocessing.Queue) -> None:
-    """A worker process: tasks from its inbox until None, each result to the shared outbox. SIGTERM unwinds
-    like Ctrl-C, so the task's temporary files are removed."""
+    """A worker process: tasks from its inbox until None, each result to the shared outbox. Ctrl-C reaches the
+    whole process group: the batch's process decides, and its SIGTERM unwinds the task once (its temporary files
+    are removed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
     worker = Worker()
     try:
         while (task := inbox.get()) is not None:
             outbox.put(worker.run(task))
+    except KeyboardInterrupt:
+        return  # the batch's own process reports the interruption; the task's temporary files are gone
     finally:
         worker.close()
 
 
 def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one must not cut the clean-up short
     raise Terminated
 
 
@@ -93,7 +99,13 @@ class ProcessPool:
         return _Process(process, inbox)
 
     def run(self, tasks: Iterable[Task], on_result: OnResult) -> None:
-        pending = deque(tasks)
+        try:
+            self._run(deque(tasks), on_result)
+        except BaseException:
+            self.terminate()  # Ctrl-C, or a failure here: the workers stop and remove their temporary files
+            raise
+
+    def _run(self, pending: deque[Task], on_result: OnResult) -> None:
         while pending or any(proc.task is not None for proc in self._procs):
             for proc in self._procs:
                 if proc.task is None and pending:
@@ -140,4 +152,7 @@ class ProcessPool:
             if proc.process.is_alive():
                 proc.process.terminate()
         for proc in self._procs:
-            proc.process.join()
+            proc.process.join(timeout=STOP_GRACE_S)
+            if proc.process.is_alive():
+                proc.process.kill()
+                proc.process.join()

@@ -5,6 +5,7 @@ not stop the others."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from slimfuse.atomic import host_tag, remove_stale
 from slimfuse.batch.items import BatchItem
 from slimfuse.batch.journal import Journal, options_hash
 from slimfuse.batch.pool import InlinePool, Pool, ProcessPool
@@ -32,6 +34,14 @@ MIN_SEGMENT_FRAMES = 25
 # Frames before each segment that are only analysed, so its tracks and landmark smoothing match a single pass.
 WARMUP_FRAMES = 30
 Notify = Callable[[str], None]
+SCRATCH_PREFIX = ".slimfuse-segments-"
+_SCRATCH = re.compile(rf"^{re.escape(SCRATCH_PREFIX)}(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)-[A-Za-z0-9_]+$")
+
+
+def scratch_owner(name: str) -> int | None:
+    """The process id of a segments folder made on this machine, from its name; None for any other name."""
+    match = _SCRATCH.match(name)
+    return int(match.group("pid")) if match and match.group("host") == host_tag() else None
 
 
 @dataclass
@@ -200,10 +210,12 @@ class BatchRunner:
                 and job.config.encode.output_video_fps is None)
 
     def _scratch_dir(self, item: BatchItem) -> Path:
-        """Segments go into a folder of the batch's own beside the journal (a path every node reads, for Ray)."""
+        """Segments go into a folder of the batch's own beside the journal (a path every node reads, for Ray);
+        folders left by batches on this machine whose process is gone (killed outright) are removed first."""
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix=f".slimfuse-segments-{os.getpid()}-",
-                                                  dir=self.journal.path.parent))
+            folder = self.journal.path.parent
+            remove_stale(folder, self.notify, scratch_owner)
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}@{host_tag()}-", dir=folder))
         return self._scratch
 
     # --- as results come in ------------------------------------------------------------------------------------

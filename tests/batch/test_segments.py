@@ -3,6 +3,10 @@ timestamps, duration and audio, and the same pictures as the single-process outp
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +16,12 @@ from batch_media import CLIP_FRAMES, CLIP_GOP, audio_packets, duration, segment_
 from slimfuse.batch.segments import plan_segments, scan_keyframes, with_warmup
 from slimfuse.cli.main import main
 from slimfuse.metrics import psnr
+from processes import wait_for
 
 # Two encodes of the same frames differ by the encoder's choices (about 45 dB here); the segments' tracks start
 # from their warm-up frames rather than the whole video, which costs a few dB at worst.
 MIN_PSNR_DB = 37.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +64,23 @@ def test_workers_join_a_video_as_one_process_writes_it(capsys: pytest.CaptureFix
     quality = [psnr(a, b) for a, b in zip(single_frames, split_frames, strict=True)]
     assert min(quality) >= MIN_PSNR_DB, [round(value, 1) for value in quality]
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == [".slimfuse-batch.jsonl"]
+
+
+def test_ctrl_c_mid_segment_leaves_no_output(tmp_path: Path, clip: Path, astronaut_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+    process = subprocess.Popen([sys.executable, "-m", "slimfuse", "swap", "-s", str(astronaut_path), "-t", str(clip),
+                                "-o", str(out / "pan.mp4"), "--workers", "2"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: any(out.glob(".slimfuse-segments-*/.*/.segment-*.part")), process, "a segment being written")
+        os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C does: the whole process group
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "slimfuse: interrupted; no output was written", stderr
+    assert "Traceback" not in stderr
+    assert list(out.iterdir()) == []
