@@ -51,8 +51,8 @@ class RayPool:
         if not ray.is_initialized():
             path = os.pathsep.join(part for part in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if part)
             try:
-                ray.init(address=None if address == "auto" else address, include_dashboard=False,
-                         log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+                ray.init(address=None if address == "auto" else address, log_to_driver=False,
+                         runtime_env={"env_vars": {"PYTHONPATH": path}})
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise RayUnavailableError(detail=f"cannot reach the Ray cluster at {address} ({exc})") from exc
             self._started = True

@@ -6,6 +6,7 @@ speed-up Amdahl's law projects for 4, 16 and 64 workers from the measured per-se
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -163,7 +164,9 @@ def run(images: int = 50, seconds: float = 120.0, ray: bool = True, json_path: P
         rows.append(sequential)
         pools: list[tuple[str, str, Pool]] = [("--workers 2 (processes)", "workers", ProcessPool(2))]
         if ray:
-            pools.append(("Ray, 2 local workers", "ray", _local_ray()))
+            # Ray's socket paths must fit 107 bytes: a short folder of its own.
+            ray_folder = Path(tempfile.mkdtemp(prefix="sfray-", dir="/tmp"))
+            pools.append(("Ray, 2 local workers", "ray", _local_ray(ray_folder)))
         for name, subfolder, pool in pools:
             row, item = measure(name, pool, image_paths, clip, folder / subfolder)
             compare(folder / "sequential" / clip.name, folder / subfolder / clip.name, item, clip, row)
@@ -174,6 +177,7 @@ def run(images: int = 50, seconds: float = 120.0, ray: bool = True, json_path: P
             import ray as ray_module
 
             ray_module.shutdown()
+            shutil.rmtree(ray_folder, ignore_errors=True)
     for row in rows:
         row.x_transcode = round(row.fps / transcode_fps, 3)
     print(markdown_table(rows, frames, images))
@@ -185,13 +189,19 @@ def run(images: int = 50, seconds: float = 120.0, ray: bool = True, json_path: P
     return rows
 
 
-def _local_ray() -> Pool:
+def _local_ray(folder: Path) -> Pool:
+    """A private Ray on loopback with its session files under `folder`; token auth stays off unless the caller's
+    environment sets it (Ray 2.60 would write ~/.ray/auth_token)."""
+    import os
+
     import ray as ray_module
 
     from slimfuse.batch.ray_pool import PACKAGE_ROOT, RayPool
 
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray_module.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-                    runtime_env={"env_vars": {"PYTHONPATH": PACKAGE_ROOT}})
+                    _temp_dir=str(folder), runtime_env={"env_vars": {"PYTHONPATH": PACKAGE_ROOT,
+                                                                     "RAY_AUTH_MODE": os.environ["RAY_AUTH_MODE"]}})
     return RayPool(2)
 
 
