@@ -16,6 +16,7 @@ from slimfuse.batch.worker import Task, TaskResult, Worker
 from slimfuse.errors import RayUnavailableError
 
 CANCEL_GRACE_S = 10.0
+POLL_S = 0.5
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -69,7 +70,7 @@ class RayPool:
                 while idle and pending:
                     actor, task = idle.popleft(), pending.popleft()
                     flying[actor.run.remote(task)] = (actor, task)
-                done, _ = ray.wait(list(flying), num_returns=1)
+                done, _ = ray.wait(list(flying), num_returns=1, timeout=POLL_S)  # back in Python for Ctrl-C
                 for ref in done:
                     actor, task = flying.pop(ref)
                     try:

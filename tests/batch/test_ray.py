@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import tempfile
+import _thread
 import threading
 import time
 from collections.abc import Iterator
@@ -120,3 +121,21 @@ def _first_segment_writer(out: Path, worker: threading.Thread) -> int:
                 return int(match["pid"])
         time.sleep(0.02)
     pytest.fail("no segment was started")
+
+
+def test_ctrl_c_cancels_the_cluster_tasks_and_leaves_no_output(cluster: None, tmp_path: Path, clip: Path,
+                                                               astronaut_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    pool = RayPool(2)
+    runner = BatchRunner([BatchItem((astronaut_path,), clip, out / "pan.mp4")], {}, out, pool)
+    started = threading.Thread(target=lambda: (_first_segment_writer(out, threading.main_thread()),
+                                               _thread.interrupt_main()))
+    started.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner.run()
+    finally:
+        started.join()
+        pool.close()
+    assert pool.actors == [] and list(out.iterdir()) == []
