@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +90,15 @@ def test_a_manifest_with_an_unknown_option_is_refused(capsys: pytest.CaptureFixt
     manifest.write_text("source,target,output,face_swaper_model\nface.png,t.png,o.png,mesh\n")
     assert main(["batch", str(manifest)]) == 2
     assert capsys.readouterr().err.strip() == f"slimfuse: {manifest}:2: unknown option face_swaper_model"
+
+
+def test_ray_without_the_extra_is_23_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                     folder: Path, grace_hopper_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    (folder / "broken.jpg").unlink()
+    code, stdout, stderr = _swap(capsys, "-s", str(grace_hopper_path), "-t", str(folder), "-o", str(tmp_path / "out"),
+                                 "--ray", "auto")
+    assert code == 23 and stdout == ""
+    assert stderr.strip() == "slimfuse: the ray extra is not installed: pip install 'slimfuse[ray]'"
+    assert list((tmp_path / "out").iterdir()) == []
