@@ -8,10 +8,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from slimfuse.config import is_video
 from slimfuse.errors import SlimfuseError
 from slimfuse.media.video_reader import FrameSpan
+
+if TYPE_CHECKING:  # the API loads the pipeline: imported on the first task
+    from slimfuse.api import Swapper
 
 FrameProgress = Callable[[int, int | None], None]
 
@@ -54,7 +58,7 @@ class Worker:
     """Runs tasks with a kept Swapper, built again only when the sources or options change."""
 
     def __init__(self) -> None:
-        self._swapper: object | None = None
+        self._swapper: Swapper | None = None
         self._key: str | None = None
 
     def run(self, task: Task, progress: FrameProgress | None = None) -> TaskResult:
@@ -71,7 +75,7 @@ class Worker:
 
     def close(self) -> None:
         if self._swapper is not None:
-            self._swapper.close()  # type: ignore[attr-defined]
+            self._swapper.close()
             self._swapper = None
 
     def _swap(self, task: Task, progress: FrameProgress | None) -> int:
@@ -79,11 +83,11 @@ class Worker:
         from slimfuse.pipeline.jobs import check_output
 
         key = repr((task.sources, sorted(task.options.items())))
-        if self._swapper is None or key != self._key:
-            self.close()
-            self._swapper, self._key = Swapper(list(task.sources), **task.options), key
         swapper = self._swapper
-        assert isinstance(swapper, Swapper)
+        if swapper is None or key != self._key:
+            self.close()
+            swapper = self._swapper = Swapper(list(task.sources), **task.options)
+            self._key = key
         check_output(task.output, task.target)
         if is_video(task.target):
             return swapper.swap_video(task.target, task.output, progress, span=task.span).frames_written

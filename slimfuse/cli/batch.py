@@ -9,9 +9,13 @@ import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from slimfuse.cli.swap import CLI_ONLY, add_batch_options, add_run_options
+
+if TYPE_CHECKING:  # the batch package pulls in the pipeline: imported when a command runs
+    from slimfuse.batch.items import BatchItem
+    from slimfuse.batch.runner import BatchResult, ItemRow
 
 LOG = logging.getLogger(__name__)
 BAR_WIDTH = 24
@@ -56,7 +60,7 @@ def run_targets(args: argparse.Namespace) -> int:
     return _run_items(args, [item], args.output.parent if str(args.output.parent) else Path("."))
 
 
-def _run_items(args: argparse.Namespace, items: list, journal_dir: Path) -> int:
+def _run_items(args: argparse.Namespace, items: list[BatchItem], journal_dir: Path) -> int:
     from slimfuse.batch.runner import BatchRunner, fit_workers, make_pool
     from slimfuse.cli.swap import config_from_args
     from slimfuse.errors import BatchItemsFailedError, UsageError
@@ -88,19 +92,13 @@ def _run_items(args: argparse.Namespace, items: list, journal_dir: Path) -> int:
     return 0
 
 
-def report_of(result: object) -> dict[str, object]:
-    from slimfuse.batch.runner import BatchResult
-
-    assert isinstance(result, BatchResult)
+def report_of(result: BatchResult) -> dict[str, object]:
     return {"ok": not result.failed, "counts": result.counts(), "seconds": round(result.seconds, 3),
             "workers": result.workers, "items": [asdict(row) for row in result.rows]}
 
 
-def print_summary(result: object, stream: TextIO) -> None:
+def print_summary(result: BatchResult, stream: TextIO) -> None:
     """A row per item (done, skipped, failed with its one-line reason), then the counts."""
-    from slimfuse.batch.runner import BatchResult
-
-    assert isinstance(result, BatchResult)
     lines = ["| status | target | output | s | note |", "|---|---|---|---|---|"]
     for row in result.rows:
         note = row.reason or (f"{row.segments} segments, join {row.join}" if row.segments else "")
@@ -130,11 +128,11 @@ class BatchBar:
         if done % 10 == 0 or done == total:
             self._draw()
 
-    def finished(self, row: object) -> None:
+    def finished(self, row: ItemRow) -> None:
         self.done += 1
         self.frame_text = ""
         if self.log_format == "json":
-            print(json.dumps({"event": "item", **asdict(row)}), file=self.stream, flush=True)  # type: ignore[call-overload]
+            print(json.dumps({"event": "item", **asdict(row)}), file=self.stream, flush=True)
         self._draw()
 
     def clear(self) -> None:
