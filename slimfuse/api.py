@@ -30,6 +30,7 @@ from slimfuse.errors import UsageError
 from slimfuse.faces.align import five_points
 from slimfuse.faces.types import Face
 from slimfuse.media.image_io import check_output_path, read_image, write_image_atomic
+from slimfuse.media.video_reader import FrameSpan
 from slimfuse.pipeline.image import swap_frame, swap_image_file
 from slimfuse.pipeline.jobs import check_output
 from slimfuse.pipeline.run import Run, SourceImage, build_run
@@ -101,12 +102,13 @@ class Swapper:
             return result
 
     def swap_video(self, path: str | Path, output: str | Path,
-                   progress: ProgressCallback | None = None) -> VideoResult:
-        """Swap every frame of a video into `output` (streamed, atomically written, audio and timestamps kept)."""
+                   progress: ProgressCallback | None = None, span: FrameSpan | None = None) -> VideoResult:
+        """Swap every frame of a video into `output` (streamed, atomically written, audio and timestamps kept).
+        span: only this keyframe segment, video only (what slimfuse.batch joins into the whole)."""
         target, destination = Path(path), Path(output)
         check_output(destination, target)
         with self._lock:
-            job = VideoSwapJob(self._run, target, destination, _CallbackProgress(progress))
+            job = VideoSwapJob(self._run, target, destination, _CallbackProgress(progress), span)
             return job.run_job()
 
     def stream(self, frames: Iterable[np.ndarray], fps: float = 30.0) -> Iterator[np.ndarray]:

@@ -136,6 +136,11 @@ class C2paSigningError(SlimfuseError):
     problem = "the C2PA manifest could not be signed (the c2pa extra is missing, or the key or certificate was refused)"
 
 
+class RayUnavailableError(SlimfuseError):
+    exit_code = 23
+    problem = "Ray is not usable: the ray extra is not installed (pip install 'slimfuse[ray]') or the cluster cannot be reached"
+
+
 class NoVideoStreamError(SlimfuseError):
     exit_code = 30
     problem = "no video stream in the file (an audio-only file, or not a video)"
@@ -170,6 +175,11 @@ class SystemMemoryLimitError(SlimfuseError):
 class MemoryBudgetError(SlimfuseError):
     exit_code = 41
     problem = "the job cannot fit in --memory-budget (nothing was done; the message says the smallest budget)"
+
+
+class BatchItemsFailedError(SlimfuseError):
+    exit_code = 50
+    problem = "some items of the batch failed (the others are done; the summary names each failure)"
 
 
 class InterruptedByUser(SlimfuseError):
@@ -217,12 +227,14 @@ EXIT_CODES: dict[int, str] = {
             OptimizeError,
             TorchMissingError,
             C2paSigningError,
+            RayUnavailableError,
             NoVideoStreamError,
             NoFramesError,
             CodecUnavailableError,
             VideoDecodeStoppedError,
             SystemMemoryLimitError,
             MemoryBudgetError,
+            BatchItemsFailedError,
             InterruptedByUser,
             TerminatedBySignal,
         )

@@ -164,7 +164,7 @@ def make_clip(path: Path, frames: Iterable[np.ndarray], fps: float | Fraction = 
               vfr_pts: list[int] | None = None, time_base: Fraction | None = None, codec: str = "libx264",
               audio: bool = False, audio_seconds: float | None = None, audio_codec: str | None = None,
               rotation: int | None = None, preset: str = "ultrafast", crf: int = 18,
-              faststart: bool = False) -> Path:
+              faststart: bool = False, gop: int | None = None) -> Path:
     """Encode `frames` (RGB uint8, all one size, any size) into `path`, the container chosen by its extension.
 
     fps: the constant rate, unless `vfr_pts` gives every frame's pts in `time_base` (default 1/90000).
@@ -172,7 +172,8 @@ def make_clip(path: Path, frames: Iterable[np.ndarray], fps: float | Fraction = 
       container takes; see AUDIO_CODECS).
     rotation: the old `rotate` tag, degrees a player turns the stored picture clockwise to show it upright
       (phones write 90); the frames given are stored as they are.
-    Sizes that yuv420p cannot hold (odd ones) are encoded as yuv444p.
+    Sizes that yuv420p cannot hold (odd ones) are encoded as yuv444p. gop: at most this many frames between
+    keyframes (default: the encoder's own, 250 for x264).
     """
     suffix = path.suffix.lower()
     fps = Fraction(fps).limit_denominator(1001 * 1000)
@@ -185,6 +186,8 @@ def make_clip(path: Path, frames: Iterable[np.ndarray], fps: float | Fraction = 
         first = next(frame_iter)
         height, width = first.shape[:2]
         video = _add_video(container, codec, fps, time_base, width, height, preset, crf)
+        if gop is not None:
+            video.codec_context.gop_size = gop
         if suffix == ".avi":
             video.codec_context.max_b_frames = 0  # AVI stores no presentation times
         if rotation:

@@ -26,6 +26,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_common_options(optimize)
     _add_memory_parser(kinds)
     _add_serve_parser(kinds)
+    _add_batch_parser(kinds)
     quality = kinds.add_parser("quality", help="how photo-like the embedded mesh swap looks: detail, identity (dlib), "
                                "colour, mouth, glasses, flicker, on the packaged photos and variations of them")
     quality.add_argument("--crops", type=Path, default=None, metavar="DIR",
@@ -71,6 +72,17 @@ def _add_serve_parser(kinds: argparse._SubParsersAction) -> None:
     add_common_options(serve)
 
 
+def _add_batch_parser(kinds: argparse._SubParsersAction) -> None:
+    batch = kinds.add_parser("batch", help="50 images and a 720p clip: one process, --workers 2 and Ray with 2 "
+                             "workers; split and join cost, PSNR at the joins, projected speed-up")
+    batch.add_argument("--images", type=int, default=50, help="portraits in the image batch (0: none)")
+    batch.add_argument("--seconds", type=float, default=120.0, help="length of the 720p clip")
+    batch.add_argument("--no-ray", dest="ray", action="store_false", help="leave out the Ray row")
+    batch.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    batch.add_argument("--plot", type=Path, default=None, help="also draw the projected speed-up to this PNG file")
+    add_common_options(batch)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -86,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
         serve.run(images=args.images, users=tuple(_positive_int(text) for text in args.users.split(",")),
                   workers=args.workers, memory_budget=args.memory_budget, json_path=args.json)
+        return 0
+    if args.kind == "batch":
+        from slimfuse.bench import batch
+
+        batch.run(images=args.images, seconds=args.seconds, ray=args.ray, json_path=args.json, plot_path=args.plot)
         return 0
     if args.kind == "optimize":
         from slimfuse.bench import optimize

@@ -31,7 +31,7 @@ LOG = logging.getLogger(__name__)
 D = RunConfig()
 """The defaults, for the help texts (they live in config.py)."""
 CLI_ONLY = frozenset({"sources", "target", "output", "report", "quiet", "debug", "log_format", "command", "name",
-                      "help_prog", "interrupts"})
+                      "help_prog", "interrupts", "workers", "ray", "manifest"})
 """What the command line takes that is not a run option."""
 
 
@@ -41,11 +41,29 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                  "and write OUTPUT.")
     parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+", required=True,
                         metavar="SOURCE", help="one or more photos of the same person")
-    parser.add_argument("-t", "--target", "--target-path", dest="target", type=Path, required=True,
+    parser.add_argument("-t", "--target", "--target-path", dest="target", type=Path, nargs="+", required=True,
                         help="the image (.jpg .jpeg .png .webp .bmp) or video (.mp4 .m4v .mov .mkv .webm .avi) whose "
-                        "faces are replaced")
+                        "faces are replaced; several files, a folder or a glob make a batch (see slimfuse batch)")
     parser.add_argument("-o", "--output", "--output-path", dest="output", type=Path, required=True,
-                        help="where to write the result; its type follows its extension")
+                        help="where to write the result; its type follows its extension (a folder for a batch)")
+    add_run_options(parser)
+    add_batch_options(parser)
+    parser.set_defaults(command=run, log_format="text")
+
+
+def add_batch_options(parser: argparse.ArgumentParser) -> None:
+    """Where batch work runs (slimfuse batch, and swap with several targets or --workers)."""
+    group = parser.add_argument_group("batches and long videos")
+    group.add_argument("--workers", type=int, metavar="N",
+                       help="run in N worker processes (a long video in keyframe segments); fewer when "
+                       "--memory-budget does not fit N")
+    group.add_argument("--ray", metavar="auto|ADDRESS",
+                       help="run the workers as actors on a Ray cluster (the ray extra; auto: this machine's "
+                       "cluster, or a new local one)")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """Every option of a run (what RunConfig.from_options takes), and the common ones."""
     _add_face_options(parser)
     _add_neural_options(parser)
     _add_mask_options(parser)
@@ -61,12 +79,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--c2pa-certificates", type=Path, metavar="PEM",
                         help="the key's certificate chain, the signing certificate first")
     add_common_options(parser)
-    parser.set_defaults(command=run, log_format="text")
 
 
 def run(args: argparse.Namespace) -> int:
+    from slimfuse.batch.items import names_many
     from slimfuse.pipeline.jobs import check_output, swap_job  # heavy: only the swap itself needs it
 
+    if names_many(args.target, args.output) or getattr(args, "workers", 1) > 1 or getattr(args, "ray", None):
+        from slimfuse.cli.batch import run_targets
+
+        return run_targets(args)
+    args.target = args.target[0]
     config = config_from_args(args)
     check_output(args.output, args.target)
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)

@@ -43,6 +43,23 @@ class VideoFrame:
         return replace(self, rgb=rgb)
 
 
+@dataclass(frozen=True)
+class FrameSpan:
+    """A keyframe segment of a video: the frames whose pts lie in [start_pts, end_pts) (end None: to the end),
+    the first of them frame `start_index` of the file; start_pts is a keyframe's. warmup: the reader also gives
+    the `warmup` frames before it, from `warmup_pts` (indices below start_index), for the tracker to settle."""
+
+    start_index: int
+    start_pts: int
+    end_pts: int | None
+    warmup: int = 0
+    warmup_pts: int | None = None
+
+    @property
+    def first_pts(self) -> int:
+        return self.start_pts if self.warmup_pts is None else self.warmup_pts
+
+
 class _Stopped(Exception):
     """The consumer closed the reader; the decode thread unwinds."""
 
@@ -58,10 +75,12 @@ class VideoReader:
     """
 
     def __init__(self, path: Path, *, start: int = 0, end: int | None = None, queue_size: int = DEFAULT_QUEUE,
-                 info: VideoInfo | None = None, threads: int = 0) -> None:
-        """threads: the decoder's threads (0: FFmpeg's choice; each thread holds frames)."""
+                 info: VideoInfo | None = None, threads: int = 0, span: FrameSpan | None = None) -> None:
+        """threads: the decoder's threads (0: FFmpeg's choice; each thread holds frames). span: decode only this
+        keyframe segment, starting at its keyframe (start and end then count from the span's first frame)."""
         self.info = info or probe(Path(path))
         self.threads = threads
+        self.span = span
         _check_trim(self.info, start, end)
         self.start, self.end = start, end
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
@@ -114,7 +133,10 @@ class VideoReader:
                 stream.thread_type = "AUTO"
                 if self.threads and stream.codec_context is not None:
                     stream.codec_context.thread_count = self.threads
-                self._decode(container, stream)
+                if self.span is None:
+                    self._decode(container, stream)
+                else:
+                    self._decode_span(container, stream, self.span)
             self._put(END)
         except _Stopped:
             return
@@ -146,6 +168,24 @@ class VideoReader:
         except av.FFmpegError as exc:
             raise VideoDecodeStoppedError(self.info.path, index, _reason(exc)) from exc
         _check_complete(self.info, index, last_pts, last_duration)
+
+    def _decode_span(self, container: InputContainer, stream: VideoStream, span: FrameSpan) -> None:
+        """From the keyframe at or before the span's first pts (a seek), the frames whose pts lie in the span,
+        numbered from its first index; frames before it (an open GOP's leading frames) are dropped."""
+        container.seek(span.first_pts, stream=stream, backward=True, any_frame=False)
+        index = span.start_index - span.warmup
+        try:
+            for packet in container.demux(stream):
+                for frame in packet.decode():
+                    if frame.pts is None or frame.pts < span.first_pts:
+                        continue
+                    if span.end_pts is not None and frame.pts >= span.end_pts:
+                        return
+                    self._put(VideoFrame(index, frame.pts, self.info.time_base, self._to_rgb(frame),
+                                         frame.duration or 0))
+                    index += 1
+        except av.FFmpegError as exc:
+            raise VideoDecodeStoppedError(self.info.path, index, _reason(exc)) from exc
 
     def _to_rgb(self, frame: av.VideoFrame) -> np.ndarray:
         if frame.format.name in UPSAMPLE_FIRST:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +20,7 @@ import numpy as np
 from slimfuse.errors import VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_probe import VideoInfo, probe
-from slimfuse.media.video_reader import VideoFrame, VideoReader
+from slimfuse.media.video_reader import FrameSpan, VideoFrame, VideoReader
 from slimfuse.media.video_writer import VideoWriter
 from slimfuse.pipeline.chain import Target
 from slimfuse.pipeline.frames import FrameLoop, FrameStats
@@ -68,9 +68,11 @@ def partial_path(output: Path) -> Path:
 
 
 class VideoSwapJob:
-    def __init__(self, run: Run, target: Path, output: Path, progress: Progress | None = None) -> None:
+    def __init__(self, run: Run, target: Path, output: Path, progress: Progress | None = None,
+                 span: FrameSpan | None = None) -> None:
         """The run's plan sets the frames each queue (and chunk) holds, the frames rendered at once and the
-        codecs' threads."""
+        codecs' threads. span: swap only this keyframe segment into `output`, video only and unlabelled (the
+        segments' join adds the audio and the label; see slimfuse.batch.segments)."""
         self.run = run
         self.target = target
         self.output = output
@@ -79,7 +81,10 @@ class VideoSwapJob:
         self.queue_frames = max(1, memory.queue_frames)
         self.render_workers = memory.render_workers
         self.codec_threads = memory.codec_threads
+        self.span = span
         self.encode = run.config.encode.settings(memory.codec_threads)
+        if span is not None:
+            self.encode = replace(self.encode, skip_audio=True)
         self.progress: Progress = progress if progress is not None else CountingProgress()
 
     def run_job(self) -> VideoResult:
@@ -96,12 +101,14 @@ class VideoSwapJob:
         if self.progress.total is None and estimated is not None:
             self.progress.total = max(0, (min(end, estimated) if end is not None else estimated) - start)
         writer = VideoWriter(self.output, written, self.encode, trim_start=start, trim_end=end,
-                             queue_size=self.queue_frames, notify=run.notify, provenance=run.provenance)
+                             queue_size=self.queue_frames, notify=run.notify,
+                             provenance=run.provenance if self.span is None else None)
         setup_seconds = time.perf_counter() - started
         temp = config.video.temp_frame_format
         with writer:
             with VideoReader(self.target, start=start, end=end, queue_size=self.queue_frames, info=info,
-                             threads=self.codec_threads) as reader:
+                             threads=self.codec_threads, span=self.span) as decoded:
+                reader = self._after_warmup(decoded, frames)
                 try:
                     if temp is None and self.level.chunked:
                         self._in_chunks(reader, frames, writer)
@@ -118,6 +125,16 @@ class VideoSwapJob:
             run.residency.after_run()
         run.mark("write")
         return VideoResult(self.output, info, writer.frames_written, stats, setup_seconds)
+
+    def _after_warmup(self, reader: Iterable[VideoFrame], frames: FrameLoop) -> Iterator[VideoFrame]:
+        """A segment's warm-up frames are only analysed, so its tracks and smoothing start where a run through the
+        whole video would have them; the rest go on to be swapped and written."""
+        start = self.span.start_index if self.span is not None else 0
+        for frame in reader:
+            if frame.index < start:
+                frames.analyse(frame.rgb, frame.time)
+                continue
+            yield frame
 
     def _stream(self, reader: Iterable[VideoFrame], frames: FrameLoop, writer: VideoWriter) -> None:
         """Frames are analysed in order in one thread (tracking needs the previous frame), rendered by the

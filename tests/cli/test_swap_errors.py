@@ -153,17 +153,13 @@ def test_an_output_name_too_long_is_refused_before_any_work(capsys: pytest.Captu
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_output_that_is_a_folder_is_refused_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                               inputs: dict[str, Path],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from slimfuse.pipeline import jobs
-
-    monkeypatch.setattr(jobs, "build_run", lambda *args, **kwargs: pytest.fail("the run was built"))
+def test_an_output_that_is_a_folder_gets_the_target_under_its_name(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path, inputs: dict[str, Path]) -> None:
     folder = tmp_path / "some_dir"
     folder.mkdir()
     code, err = _run(capsys, "-s", str(inputs["source"]), "-t", str(inputs["target"]), "-o", str(folder))
-    assert code == 13 and err.strip() == f"slimfuse: {folder}: the output is a folder; give a file name"
-    assert list(folder.iterdir()) == []
+    assert code == 0, err
+    assert sorted(path.name for path in folder.iterdir()) == [".slimfuse-batch.jsonl", inputs["target"].name]
 
 
 def test_an_image_swap_says_what_it_did_unless_quiet(capsys: pytest.CaptureFixture[str], tmp_path: Path,

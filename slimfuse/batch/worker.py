@@ -1,0 +1,95 @@
+"""The unit of batch work and what runs it: a task (a whole item, or one keyframe segment of a video) done by a
+Worker that keeps one Swapper, so models load once for every task with the same sources and options. The same
+Worker runs in the batch's own process, in the local pool's processes and in Ray actors."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slimfuse.config import is_video
+from slimfuse.errors import SlimfuseError
+from slimfuse.media.video_reader import FrameSpan
+
+if TYPE_CHECKING:  # the API loads the pipeline: imported on the first task
+    from slimfuse.api import Swapper
+
+FrameProgress = Callable[[int, int | None], None]
+
+
+@dataclass(frozen=True)
+class Task:
+    """item: the batch item's index; segment: the segment's index (None: the whole item)."""
+
+    item: int
+    sources: tuple[Path, ...]
+    options: Mapping[str, object]
+    target: Path
+    output: Path
+    segment: int | None = None
+    span: FrameSpan | None = None
+    attempt: int = 1
+
+    def again(self) -> Task:
+        return Task(self.item, self.sources, self.options, self.target, self.output, self.segment, self.span,
+                    self.attempt + 1)
+
+
+@dataclass(frozen=True)
+class TaskError:
+    name: str
+    exit_code: int
+    message: str
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    task: Task
+    seconds: float
+    frames: int = 0
+    error: TaskError | None = None
+    pid: int = field(default_factory=os.getpid)
+
+
+class Worker:
+    """Runs tasks with a kept Swapper, built again only when the sources or options change."""
+
+    def __init__(self) -> None:
+        self._swapper: Swapper | None = None
+        self._key: str | None = None
+
+    def run(self, task: Task, progress: FrameProgress | None = None) -> TaskResult:
+        started = time.perf_counter()
+        try:
+            frames = self._swap(task, progress)
+        except SlimfuseError as exc:
+            return TaskResult(task, time.perf_counter() - started,
+                              error=TaskError(type(exc).__name__, exc.exit_code, exc.message))
+        except Exception as exc:  # noqa: BLE001 - one item's bug must not stop the batch; it is reported
+            return TaskResult(task, time.perf_counter() - started,
+                              error=TaskError(type(exc).__name__, 1, f"internal error: {type(exc).__name__}: {exc}"))
+        return TaskResult(task, time.perf_counter() - started, frames)
+
+    def close(self) -> None:
+        if self._swapper is not None:
+            self._swapper.close()
+            self._swapper = None
+
+    def _swap(self, task: Task, progress: FrameProgress | None) -> int:
+        from slimfuse.api import Swapper
+        from slimfuse.pipeline.jobs import check_output
+
+        key = repr((task.sources, sorted(task.options.items())))
+        swapper = self._swapper
+        if swapper is None or key != self._key:
+            self.close()
+            swapper = self._swapper = Swapper(list(task.sources), **task.options)
+            self._key = key
+        check_output(task.output, task.target)
+        if is_video(task.target):
+            return swapper.swap_video(task.target, task.output, progress, span=task.span).frames_written
+        swapper.swap_image(task.target, output=task.output)
+        return 1
