@@ -45,9 +45,8 @@ class Controls:
     """What may change while a session runs (keys in the terminal, controls in the page)."""
 
     swap: bool = True
-    keep_mouth: bool | None = None
-    """None: as configured."""
     selector_mode: str | None = None
+    """one or many; None: as configured."""
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -130,6 +129,7 @@ class LiveSession:
         self.ladder = LatencyLadder(steps_for(swap.target_face_size, faces.face_detector_interval),
                                     options.latency_budget_ms, enabled=options.ladder)
         self._stage: _OutputStage | None = None
+        self._started = time.perf_counter()
         self.ended = "running"
 
     def snapshot(self) -> Snapshot:
@@ -140,7 +140,7 @@ class LiveSession:
         """Run until the input ends, the duration or frame count is reached, a control stops it, or an error; the
         threads are stopped and the outputs closed on every way out (Ctrl-C too)."""
         loop = self.run.loop(self.run.prepare(keep_identity=True))
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         try:
             self.input.start()
             self.input.opened.wait()
@@ -154,7 +154,7 @@ class LiveSession:
             self.input.stop()
             if self._stage is not None:
                 self._stage.finish()
-        return self._result(started)
+        return self.result()
 
     def _loop(self, loop: FrameLoop, started: float) -> None:
         options, controls = self.options, self.controls
@@ -181,6 +181,8 @@ class LiveSession:
 
     def _process(self, loop: FrameLoop, frame: LiveFrame) -> None:
         assert self._stage is not None  # opened before the loop starts
+        if self.controls.selector_mode is not None:
+            loop.selector.mode = self.controls.selector_mode  # type: ignore[assignment]  # one of SELECTOR_MODES
         begun = time.perf_counter()
         rgb = loop.process(frame.rgb, frame.time) if self.controls.swap else frame.rgb
         took_ms = (time.perf_counter() - begun) * 1000
@@ -191,8 +193,9 @@ class LiveSession:
                 loop.tune(step.face_size, step.detect_interval)
         self._stage.slot.put((frame, rgb))
 
-    def _result(self, started: float) -> LiveResult:
-        seconds = time.perf_counter() - started
+    def result(self) -> LiveResult:
+        """What the session did so far (all of it, once run_session returned)."""
+        seconds = time.perf_counter() - self._started
         snapshot = self.snapshot()
         error: SlimfuseError | None = self.input.error
         if error is None and self._stage is not None:
