@@ -17,8 +17,9 @@ import numpy as np
 from slimfuse.errors import InputMissingError, LiveInputError
 from slimfuse.live.slot import LatestSlot
 
-NETWORK_OPTIONS = {"fflags": "nobuffer", "flags": "low_delay"}
-"""Low-delay demuxing: hand each packet on at once instead of buffering for probing."""
+NETWORK_OPTIONS = {"flags": "low_delay", "probesize": "200000", "analyzeduration": "200000"}
+"""Low-delay decoding, and a short probe (0.2 s of the stream, not five). Not `fflags nobuffer`: it throws away
+the packets read while probing, the first keyframe among them, so nothing decodes until the next one."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class InputOptions:
     camera_format: str | None = "mjpeg"
     """The camera's pixel format to ask for (MJPEG where offered: more frames per second over USB)."""
     timeout: float = 5.0
-    """Seconds without a frame (or to open) before a stream counts as stopped."""
+    """Seconds without a frame before a stream counts as stopped."""
+    open_timeout: float = 30.0
+    """Seconds to wait for a stream's first data (a sender that starts later)."""
 
 
 @dataclass(frozen=True)
@@ -78,15 +81,15 @@ class LiveInput:
         self._thread.join()
 
     def _open(self) -> av.container.InputContainer:
-        timeout = self.options.timeout
+        timeout, opening = self.options.timeout, self.options.open_timeout
         if self.kind == "camera":
             options = {key: value for key, value in (
                 ("input_format", self.options.camera_format),
                 ("video_size", None if self.options.size is None else "x".join(map(str, self.options.size))),
                 ("framerate", None if self.options.fps is None else f"{self.options.fps:g}")) if value}
-            return av.open(self.spec, format="v4l2", options=options, timeout=timeout)
+            return av.open(self.spec, format="v4l2", options=options, timeout=(opening, timeout))
         if self.kind == "stream":
-            return av.open(self.spec, options=NETWORK_OPTIONS, timeout=(timeout, timeout))
+            return av.open(self.spec, options=NETWORK_OPTIONS, timeout=(opening, timeout))
         return av.open(self.spec)
 
     def _run(self) -> None:
@@ -125,4 +128,6 @@ class LiveInput:
             return f"cannot open the live input ({exc})"
         if isinstance(exc, IndexError):
             return "the input holds no video stream"
+        if isinstance(exc, av.error.ExitError):  # the read timeout's interrupt
+            return f"the {self.kind} stopped after {self.frames} frames (no data for {self.options.timeout:g} s)"
         return f"the {self.kind} stopped after {self.frames} frames ({exc})"
