@@ -66,7 +66,7 @@ def test_the_ladder_steps_down_over_budget_and_up_with_headroom() -> None:
     assert moves == [None] * 4 + [Step(384, 5)]  # down once half the window is over budget (its median is)
     assert all(ladder.observe(25.0) is None for _ in range(40))  # within budget, without headroom: stays
     moves = [ladder.observe(10.0) for _ in range(30)]
-    assert moves[-1] == Step(512, 5) and moves[:-1] == [None] * 29
+    assert moves.count(Step(512, 5)) == 1 and moves.count(None) == 29  # up once the window's p95 has room
     assert [change.step for change in ladder.changes] == [1, 0]
 
 
