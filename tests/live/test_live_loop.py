@@ -44,7 +44,7 @@ def test_a_slow_consumer_drops_frames_and_latency_stays_bounded(tmp_path: Path, 
     run.close()
 
     assert result.error is None and result.ended == "the input ended" and result.input_frames == 90
-    assert result.dropped_output > 20 and result.written == len(slow.numbers) < 45
+    assert result.dropped_output > 5 and result.written == len(slow.numbers) <= 3 / 0.1 + 2
     assert result.processed + result.dropped_input == 90
     assert result.latency["latency_p95_ms"] is not None and result.latency["latency_p95_ms"] < 400
     assert slow.numbers == sorted(set(slow.numbers)) and slow.numbers[-1] >= 85
@@ -52,9 +52,10 @@ def test_a_slow_consumer_drops_frames_and_latency_stays_bounded(tmp_path: Path, 
     assert len(raw) == result.written  # a loopback device would have got the same frames
     luma = raw[:, :480]
     assert [code_of(np.repeat(frame[:, :, None], 3, axis=2)) for frame in luma] == slow.numbers
-    # 1 ms is out of reach: the ladder went all the way down, one step per window of frames.
-    assert [change["step"] for change in result.ladder] == list(range(1, len(session.ladder.steps)))
-    assert result.final_step == "face 192 px, detect every 20"
+    # 1 ms is out of reach: the ladder goes down one step per window of frames, never up.
+    reached = len(result.ladder)
+    assert reached >= 3 and [change["step"] for change in result.ladder] == list(range(1, reached + 1))
+    assert result.final_step == session.ladder.steps[reached].describe()
 
 
 def test_the_ladder_steps_down_over_budget_and_up_with_headroom() -> None:
