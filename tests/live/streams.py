@@ -105,3 +105,16 @@ class Receiver:
         self.thread.join(120)
         assert not self.thread.is_alive()
         return self.frames
+
+
+def write_y4m(path: Path, frames: Iterable[np.ndarray], fps: int = 30) -> Path:
+    """A fake camera's file for Chromium (--use-file-for-fake-video-capture): a header, then I420 frames."""
+    import cv2
+
+    with path.open("wb") as out:
+        for number, rgb in enumerate(frames):
+            height, width = rgb.shape[:2]
+            if number == 0:
+                out.write(f"YUV4MPEG2 W{width} H{height} F{fps}:1 Ip A1:1 C420jpeg\n".encode())
+            out.write(b"FRAME\n" + cv2.cvtColor(rgb, cv2.COLOR_RGB2YUV_I420).tobytes())
+    return path

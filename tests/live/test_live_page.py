@@ -1,0 +1,95 @@
+"""The live page in headless Chromium with a fake camera (a y4m of the packaged photo, its face moving): frames go
+to the server over the WebSocket and come back swapped, with the source's face in them; the page's own fps and
+camera-to-screen latency are read. A session that cannot fit the server's memory budget is refused with the reason.
+SLIMFUSE_SCREENSHOTS=DIR also keeps the screenshots there (docs/live)."""
+from __future__ import annotations
+
+import base64
+import io
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+
+from streams import moving_face, write_y4m
+from slimfuse.bench.serve import running_server
+from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distance
+from slimfuse.models.pool import ModelPool
+
+playwright = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"]
+WAIT_MS = int(os.environ.get("LIVE_WAIT_MS", "90000"))
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")
+RESULT_PNG = "() => document.getElementById('result').toDataURL('image/png')"
+
+
+def _identity(pool: ModelPool, image: np.ndarray) -> np.ndarray:
+    return IdentityModel(pool).descriptor(image, FaceAnalyser(pool).faces(image)[0])
+
+
+def _shot(page, name: str, folder: Path) -> None:  # noqa: ANN001
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    keep = os.environ.get("SLIMFUSE_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(keep) / path.name)
+
+
+def _source(base: str, path: Path) -> str:
+    response = httpx.post(f"{base}/v1/assets", params={"name": path.name}, content=path.read_bytes(), timeout=60)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def test_the_browser_camera_comes_back_swapped(tmp_path: Path, astronaut_path: Path, grace_hopper: np.ndarray,
+                                               astronaut: np.ndarray, pool: ModelPool) -> None:
+    camera = write_y4m(tmp_path / "camera.y4m", moving_face(grace_hopper, 90))
+    with running_server(tmp_path / "data", "--memory-budget", "1500", workers=1) as (_, base), \
+            playwright.sync_playwright() as driver:
+        source = _source(base, astronaut_path)
+        browser = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=[*ARGS, f"--use-file-for-fake-video-capture={camera}"])
+        page = browser.new_page(viewport={"width": 1280, "height": 820})
+        page.set_default_timeout(WAIT_MS)
+        page.on("console", lambda message: print("console:", message.text))
+        page.goto(f"{base}/live?source={source}&autostart=1")
+        try:
+            page.wait_for_function("() => window.liveStats.frames >= 60")
+        finally:
+            print(page.inner_text("#state"), page.inner_text("#error"))
+        stats = page.evaluate("() => ({fps: window.liveStats.fps, p50: window.liveStats.p50, "
+                              "p95: window.liveStats.p95})")
+        result = page.evaluate(RESULT_PNG)
+        _shot(page, "1-live", tmp_path)
+        browser.close()
+    swapped = np.asarray(Image.open(io.BytesIO(base64.b64decode(result.split(",", 1)[1]))).convert("RGB"))
+    assert swapped.shape == (480, 640, 3)
+    assert distance(_identity(pool, swapped), _identity(pool, astronaut)) < SAME_PERSON_DISTANCE
+    assert stats["fps"] > 3 and 0 < stats["p50"] <= stats["p95"] < 1000, stats
+    print(f"browser round trip: {stats}")
+
+
+def test_a_session_that_cannot_fit_is_refused_with_the_reason(tmp_path: Path, astronaut_path: Path,
+                                                             grace_hopper: np.ndarray) -> None:
+    camera = write_y4m(tmp_path / "camera.y4m", moving_face(grace_hopper, 10))
+    with running_server(tmp_path / "data", "--memory-budget", "100", workers=1) as (_, base), \
+            playwright.sync_playwright() as driver:
+        source = _source(base, astronaut_path)
+        browser = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                         args=[*ARGS, f"--use-file-for-fake-video-capture={camera}"])
+        page = browser.new_page(viewport={"width": 1280, "height": 820})
+        page.set_default_timeout(WAIT_MS)
+        page.goto(f"{base}/live?source={source}&autostart=1")
+        page.wait_for_selector("#error:not([hidden])")
+        message = page.inner_text("#error")
+        _shot(page, "2-refused", tmp_path)
+        browser.close()
+    assert "--memory-budget 100 MB is too small" in message, message
