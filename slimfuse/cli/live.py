@@ -17,6 +17,7 @@ from slimfuse.cli.swap import CLI_ONLY, add_face_options, add_mask_options, add_
 
 LOG = logging.getLogger(__name__)
 LIVE_ONLY = CLI_ONLY | frozenset({"input", "outputs", "input_size", "input_fps", "input_format", "input_timeout",
+                                  "input_loop",
                                   "live_latency_budget_ms", "live_ladder", "duration", "max_frames"})
 """What `slimfuse live` takes that is not a run option."""
 
@@ -41,6 +42,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                       help="the camera's pixel format to ask for (default mjpeg)")
     live.add_argument("--input-timeout", type=float, default=5.0, metavar="S",
                       help="seconds without a frame before a stream counts as stopped (default 5)")
+    live.add_argument("--input-loop", action="store_true", default=False,
+                      help="a file input starts again at its end (demos, soak tests)")
     live.add_argument("--live-latency-budget-ms", type=float, default=1000 / 30, metavar="MS",
                       help="processing time a frame may take (default 33.3, for 30 fps); over it the run steps its "
                       "face size and then its detection interval down, and back up with headroom")
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     options = LiveOptions(latency_budget_ms=args.live_latency_budget_ms, ladder=args.live_ladder,
                           duration=args.duration, max_frames=args.max_frames)
     inputs = InputOptions(size=args.input_size, fps=args.input_fps, camera_format=args.input_format,
-                          timeout=args.input_timeout)
+                          timeout=args.input_timeout, loop=args.input_loop)
     factories = [partial(open_output, spec) for spec in args.outputs]
     terminal = sys.stderr.isatty()
 

@@ -34,6 +34,8 @@ class InputOptions:
     """Seconds without a frame before a stream counts as stopped."""
     open_timeout: float = 30.0
     """Seconds to wait for a stream's first data (a sender that starts later)."""
+    loop: bool = False
+    """A file starts again at its end (demos, soak tests), its clock going on."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class LiveInput:
         self.size: tuple[int, int] | None = None
         self.rate: float | None = None
         self.opened = threading.Event()
+        self._clock = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="slimfuse-live-input", daemon=True)
 
@@ -94,13 +97,16 @@ class LiveInput:
 
     def _run(self) -> None:
         try:
-            with self._open() as container:
-                stream = container.streams.video[0]
-                stream.thread_type = "AUTO"
-                self.size = (stream.codec_context.width, stream.codec_context.height)
-                self.rate = float(stream.average_rate) if stream.average_rate else None
-                self.opened.set()
-                self._read(container, stream)
+            while not self._stop.is_set():
+                with self._open() as container:
+                    stream = container.streams.video[0]
+                    stream.thread_type = "AUTO"
+                    self.size = (stream.codec_context.width, stream.codec_context.height)
+                    self.rate = float(stream.average_rate) if stream.average_rate else None
+                    self.opened.set()
+                    self._read(container, stream)
+                if not (self.options.loop and self.kind == "file"):
+                    return
         except (av.error.FFmpegError, OSError, IndexError) as exc:
             if not self._stop.is_set():
                 self.error = LiveInputError(self.spec, self._why(exc))
@@ -110,10 +116,11 @@ class LiveInput:
 
     def _read(self, container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> None:
         started: tuple[float, float] | None = None  # (wall clock, input clock) of the first frame: file pacing
+        offset = self._clock  # a looped file's clock goes on from where the last pass ended
         for frame in container.decode(stream):
             if self._stop.is_set():
                 return
-            at = float(frame.time) if frame.time is not None else self.frames / (self.rate or 30.0)
+            at = offset + (float(frame.time) if frame.time is not None else self.frames / (self.rate or 30.0))
             if self.kind == "file":
                 if started is None:
                     started = (time.perf_counter(), at)
@@ -122,6 +129,7 @@ class LiveInput:
                     return
             self.slot.put(LiveFrame(self.frames, frame.to_ndarray(format="rgb24"), at, time.perf_counter()))
             self.frames += 1
+            self._clock = at + 1 / (self.rate or 30.0)
 
     def _why(self, exc: BaseException) -> str:
         if self.frames == 0 and not isinstance(exc, IndexError):
