@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from slimfuse.errors import SlimfuseError
-from slimfuse.serve.live_worker import HEADER
+from slimfuse.serve.live_worker import CONTROL, HEADER
 from slimfuse.serve.planning import job_options, plan_job
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
@@ -88,7 +88,14 @@ async def _relay(socket: WebSocket, worker: asyncio.subprocess.Process) -> None:
     await socket.send_text(json.dumps({"ready": True}))
     try:
         while True:
-            frame = await socket.receive_bytes()
+            message = await socket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message.get("text") is not None:  # a control: {"swap": false}
+                control = CONTROL + message["text"].encode()
+                worker.stdin.write(HEADER.pack(len(control)) + control)
+                continue
+            frame = message["bytes"]
             worker.stdin.write(HEADER.pack(len(frame)) + frame)
             await worker.stdin.drain()
             answer = await _answer(worker)

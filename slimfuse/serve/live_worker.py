@@ -3,7 +3,8 @@ answers each frame on stdin with its swapped frame on stdout, in order, tracking
 process relays a browser's WebSocket to it and never loads a model itself.
 
 A frame on either pipe is a 4-byte big-endian length, then an 8-byte stamp the client chose (carried through
-untouched, so the page can time camera-to-screen), then a JPEG.
+untouched, so the page can time camera-to-screen), then a JPEG. A control (the page's swap on/off) is CONTROL
+instead of the stamp, then JSON; it gets no answer.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from slimfuse import Swapper
 
 HEADER = struct.Struct(">I")
 STAMP = 8
+CONTROL = b"\xff" * STAMP
 JPEG_QUALITY = 80
 
 
@@ -40,8 +42,17 @@ def main(argv: list[str]) -> int:
     request = json.loads(argv[0])
     stamps: deque[bytes] = deque()
 
+    controls = {"swap": True}
+
     def frames() -> Iterator[np.ndarray]:
         while (message := read_message(sys.stdin.buffer)) is not None:
+            if message[:STAMP] == CONTROL:
+                controls.update({key: bool(value) for key, value in json.loads(message[STAMP:]).items()
+                                 if key in controls})
+                continue
+            if not controls["swap"]:  # the camera as it is, answered at once
+                write_message(sys.stdout.buffer, message)
+                continue
             bgr = cv2.imdecode(np.frombuffer(message[STAMP:], np.uint8), cv2.IMREAD_COLOR)
             if bgr is None:
                 continue  # not a JPEG: nothing to answer

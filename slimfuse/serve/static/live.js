@@ -112,5 +112,8 @@ function stop() {
 }
 
 $("start").addEventListener("click", start);
+$("swap").addEventListener("change", () => {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ swap: $("swap").checked }));
+});
 $("stop").addEventListener("click", stop);
 if (params.get("autostart")) start();
