@@ -7,7 +7,8 @@ from __future__ import annotations
 import base64
 import io
 import os
-import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from screenshots import shot
 from streams import moving_face, write_y4m
 from slimfuse.bench.serve import running_server
 from slimfuse.faces.analyse import FaceAnalyser
@@ -34,42 +36,43 @@ def _identity(pool: ModelPool, image: np.ndarray) -> np.ndarray:
     return IdentityModel(pool).descriptor(image, FaceAnalyser(pool).faces(image)[0])
 
 
-def _shot(page, name: str, folder: Path) -> None:  # noqa: ANN001
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    keep = os.environ.get("SLIMFUSE_SCREENSHOTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(keep) / path.name)
-
-
 def _source(base: str, path: Path) -> str:
     response = httpx.post(f"{base}/v1/assets", params={"name": path.name}, content=path.read_bytes(), timeout=60)
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 
 
-def test_the_browser_camera_comes_back_swapped(tmp_path: Path, astronaut_path: Path, grace_hopper: np.ndarray,
-                                               astronaut: np.ndarray, pool: ModelPool) -> None:
-    camera = write_y4m(tmp_path / "camera.y4m", moving_face(grace_hopper, 90))
-    with running_server(tmp_path / "data", "--memory-budget", "1500", workers=1) as (_, base), \
+@contextmanager
+def _live_page(folder: Path, source_path: Path, camera: list[np.ndarray], budget_mb: float) -> Iterator[object]:
+    """The live page of a fresh server (one worker, this budget), opened with the source uploaded and started, the
+    fake camera playing `camera`."""
+    y4m = write_y4m(folder / "camera.y4m", camera)
+    with running_server(folder / "data", "--memory-budget", f"{budget_mb:g}", workers=1) as (_, base), \
             playwright.sync_playwright() as driver:
-        source = _source(base, astronaut_path)
+        source = _source(base, source_path)
         browser = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                         args=[*ARGS, f"--use-file-for-fake-video-capture={camera}"])
+                                         args=[*ARGS, f"--use-file-for-fake-video-capture={y4m}"])
         page = browser.new_page(viewport={"width": 1280, "height": 820})
         page.set_default_timeout(WAIT_MS)
         page.goto(f"{base}/live?source={source}&autostart=1")
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def test_the_browser_camera_comes_back_swapped(tmp_path: Path, astronaut_path: Path, grace_hopper: np.ndarray,
+                                               astronaut: np.ndarray, pool: ModelPool) -> None:
+    with _live_page(tmp_path, astronaut_path, moving_face(grace_hopper, 90), budget_mb=1500) as page:
         page.wait_for_function("() => window.liveStats.frames >= 60")
         stats = page.evaluate("() => ({fps: window.liveStats.fps, p50: window.liveStats.p50, "
                               "p95: window.liveStats.p95})")
         result = page.evaluate(RESULT_PNG)
-        _shot(page, "1-live", tmp_path)
+        shot(page, "1-live", tmp_path)
         page.uncheck("#swap")  # a control while it runs: the camera comes back as it is
         seen = page.evaluate("() => window.liveStats.frames")
         page.wait_for_function(f"() => window.liveStats.frames >= {seen + 10}")
         plain = page.evaluate(RESULT_PNG)
-        browser.close()
     swapped, unswapped = (np.asarray(Image.open(io.BytesIO(base64.b64decode(data.split(",", 1)[1]))).convert("RGB"))
                           for data in (result, plain))
     assert swapped.shape == (480, 640, 3)
@@ -81,17 +84,8 @@ def test_the_browser_camera_comes_back_swapped(tmp_path: Path, astronaut_path: P
 
 def test_a_session_that_cannot_fit_is_refused_with_the_reason(tmp_path: Path, astronaut_path: Path,
                                                              grace_hopper: np.ndarray) -> None:
-    camera = write_y4m(tmp_path / "camera.y4m", moving_face(grace_hopper, 10))
-    with running_server(tmp_path / "data", "--memory-budget", "100", workers=1) as (_, base), \
-            playwright.sync_playwright() as driver:
-        source = _source(base, astronaut_path)
-        browser = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                         args=[*ARGS, f"--use-file-for-fake-video-capture={camera}"])
-        page = browser.new_page(viewport={"width": 1280, "height": 820})
-        page.set_default_timeout(WAIT_MS)
-        page.goto(f"{base}/live?source={source}&autostart=1")
+    with _live_page(tmp_path, astronaut_path, moving_face(grace_hopper, 10), budget_mb=100) as page:
         page.wait_for_selector("#error:not([hidden])")
         message = page.inner_text("#error")
-        _shot(page, "2-refused", tmp_path)
-        browser.close()
+        shot(page, "2-refused", tmp_path)
     assert "--memory-budget 100 MB is too small" in message, message
