@@ -140,6 +140,8 @@ class LiveSession:
         """Run until the input ends, the duration or frame count is reached, a control stops it, or an error; the
         threads are stopped and the outputs closed on every way out (Ctrl-C too)."""
         loop = self.run.loop(self.run.prepare(keep_identity=True))
+        top = self.ladder.step
+        loop.tune(top.face_size, top.detect_interval)  # a run used before may have been left lower
         started = self._started = time.perf_counter()
         try:
             self.input.start()
