@@ -76,7 +76,7 @@ async def live(socket: WebSocket, source: str, options: str = "{}") -> None:
             worker.kill()
         await worker.wait()
         store.succeed(held.id, holder, None, 0, {})
-        with contextlib.suppress(RuntimeError):
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):  # the page may be gone already
             await socket.close()
 
 
