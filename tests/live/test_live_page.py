@@ -24,6 +24,7 @@ from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distanc
 from slimfuse.models.pool import ModelPool
 
 playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("wsproto", reason="uvicorn's WebSocket support (the serve extra installs it)")
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"]
