@@ -167,6 +167,16 @@ class VideoDecodeStoppedError(InputCorruptError):
         super().__init__(path, f"decoding stopped at frame {frame_index} ({reason})")
 
 
+class LiveInputError(SlimfuseError):
+    exit_code = 34
+    problem = "the live input could not be opened, or it stopped or broke during the session"
+
+
+class LiveOutputError(SlimfuseError):
+    exit_code = 35
+    problem = "the live output could not be opened, or it stopped taking frames during the session"
+
+
 class SystemMemoryLimitError(SlimfuseError):
     exit_code = 40
     problem = "ran out of memory under --system-memory-limit (no output was written)"
@@ -232,6 +242,8 @@ EXIT_CODES: dict[int, str] = {
             NoFramesError,
             CodecUnavailableError,
             VideoDecodeStoppedError,
+            LiveInputError,
+            LiveOutputError,
             SystemMemoryLimitError,
             MemoryBudgetError,
             BatchItemsFailedError,

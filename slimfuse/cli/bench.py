@@ -27,6 +27,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_memory_parser(kinds)
     _add_serve_parser(kinds)
     _add_batch_parser(kinds)
+    _add_live_parser(kinds)
     quality = kinds.add_parser("quality", help="how photo-like the embedded mesh swap looks: detail, identity (dlib), "
                                "colour, mouth, glasses, flicker, on the packaged photos and variations of them")
     quality.add_argument("--crops", type=Path, default=None, metavar="DIR",
@@ -83,6 +84,16 @@ def _add_batch_parser(kinds: argparse._SubParsersAction) -> None:
     add_common_options(batch)
 
 
+def _add_live_parser(kinds: argparse._SubParsersAction) -> None:
+    live = kinds.add_parser("live", help="the live loop's frames/s, drops and latency at 640x480 and 1280x720, and a "
+                            "soak: RSS and latency p95 over a long session")
+    live.add_argument("--seconds", type=float, default=20.0, help="length of each size's session")
+    live.add_argument("--soak-seconds", type=float, default=600.0, help="length of the soak (0: none)")
+    live.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    live.add_argument("--plot", type=Path, default=None, help="also draw the latency histograms and the soak here")
+    add_common_options(live)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -103,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
         from slimfuse.bench import batch
 
         batch.run(images=args.images, seconds=args.seconds, ray=args.ray, json_path=args.json, plot_path=args.plot)
+        return 0
+    if args.kind == "live":
+        from slimfuse.bench import live
+
+        live.run(seconds=args.seconds, soak_seconds=args.soak_seconds, json_path=args.json, plot_path=args.plot)
         return 0
     if args.kind == "optimize":
         from slimfuse.bench import optimize

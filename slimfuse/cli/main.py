@@ -36,11 +36,11 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from slimfuse.cli import batch, bench, doctor, models, optimize, serve, swap
+    from slimfuse.cli import batch, bench, doctor, live, models, optimize, serve, swap
 
     parser = Parser(prog="slimfuse", description="Swap faces in images and videos within the memory you have.")
     commands: Any = parser.add_subparsers(dest="name", required=True, metavar="COMMAND")
-    for module in (swap, batch, models, bench, optimize, doctor, serve):
+    for module in (swap, batch, live, models, bench, optimize, doctor, serve):
         module.add_parser(commands)
     return parser
 

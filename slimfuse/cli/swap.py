@@ -64,9 +64,9 @@ def add_batch_options(parser: argparse.ArgumentParser) -> None:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """Every option of a run (what RunConfig.from_options takes), and the common ones."""
-    _add_face_options(parser)
-    _add_neural_options(parser)
-    _add_mask_options(parser)
+    add_face_options(parser)
+    add_neural_options(parser)
+    add_mask_options(parser)
     _add_video_options(parser)
     add_profile_options(parser)
     parser.add_argument("--output-image-quality", type=int, metavar="0-100",
@@ -107,17 +107,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
+def config_from_args(args: argparse.Namespace, command: str = "swap",
+                     not_run_options: frozenset[str] = CLI_ONLY) -> RunConfig:
     """The run's config from the options given on the command line (with the profile and the defaults); a bad
     value is a one-line usage error that says where the help is, as the parser's own are."""
     try:
         return RunConfig.from_options(args.sources, **{name: value for name, value in vars(args).items()
-                                                       if name not in CLI_ONLY})
+                                                       if name not in not_run_options})
     except UsageError as exc:
-        raise UsageError(detail=f"{exc.message}; see slimfuse swap --help") from None
+        raise UsageError(detail=f"{exc.message}; see slimfuse {command} --help") from None
 
 
-def _add_face_options(parser: argparse.ArgumentParser) -> None:
+def add_face_options(parser: argparse.ArgumentParser) -> None:
     faces, swap = D.faces, D.swap
     parser.add_argument("--face-swapper-model", metavar="MODEL",
                         help="mesh (embedded, default) or a neural swapper placed with --models-dir: "
@@ -164,7 +165,7 @@ def _add_face_options(parser: argparse.ArgumentParser) -> None:
                         help="ONNX Runtime threads per model; 0 (default) = one per core for images, 1 for videos")
 
 
-def _add_neural_options(parser: argparse.ArgumentParser) -> None:
+def add_neural_options(parser: argparse.ArgumentParser) -> None:
     """Options of the neural models (enhancer, recognizer, pixel boost) and of ONNX Runtime."""
     enhance, runtime = D.enhance, D.runtime
     parser.add_argument("--face-swapper-pixel-boost", type=int, metavar="SIZE",
@@ -212,7 +213,7 @@ def _add_neural_options(parser: argparse.ArgumentParser) -> None:
                         help="keep TensorRT engines here between runs")
 
 
-def _add_mask_options(parser: argparse.ArgumentParser) -> None:
+def add_mask_options(parser: argparse.ArgumentParser) -> None:
     """Masks of the neural face processors (the mesh swapper keeps its own mesh mask)."""
     masks = parser.add_argument_group("face masks of the neural swappers and enhancers")
     defaults = D.masks
@@ -256,16 +257,21 @@ def _add_video_options(parser: argparse.ArgumentParser) -> None:
                        help="go through frame files on disk instead of streaming (default: stream, no temp files)")
     video.add_argument("--temp-path", type=Path, help="where disk mode puts its temp directory")
     video.add_argument("--keep-temp", action="store_true", help="keep disk mode's temp directory")
-    video.add_argument("--face-detector-interval", type=int, metavar="N",
-                       help=f"run the detector every N frames (sooner when a face is lost or faces cross; default "
-                       f"{D.faces.face_detector_interval})")
-    video.add_argument("--reuse-threshold", type=float, metavar="G",
-                       help="reuse a generated face while its crop changed less than this (grey levels); "
-                       "0 = off; default 2 for neural swappers, off for mesh")
-    video.add_argument("--reuse-max-frames", type=int, metavar="K",
-                       help=f"at most this many reuses in a row (default {D.video.reuse_max_frames})")
+    add_tracking_options(video)
     video.add_argument("--log-format", choices=["text", "json"],
                        help="json: progress and the summary as JSON lines on stderr")
+
+
+def add_tracking_options(group: argparse._ActionsContainer) -> None:
+    """Options of every stream of frames (videos and live): detection interval and reuse of generated faces."""
+    group.add_argument("--face-detector-interval", type=int, metavar="N",
+                       help=f"run the detector every N frames (sooner when a face is lost or faces cross; default "
+                       f"{D.faces.face_detector_interval})")
+    group.add_argument("--reuse-threshold", type=float, metavar="G",
+                       help="reuse a generated face while its crop changed less than this (grey levels); "
+                       "0 = off; default 2 for neural swappers, off for mesh")
+    group.add_argument("--reuse-max-frames", type=int, metavar="K",
+                       help=f"at most this many reuses in a row (default {D.video.reuse_max_frames})")
 
 
 def _byte_size(text: str) -> int:

@@ -127,6 +127,13 @@ class Chain:
             return 1
         return SCALES[self.frame_model]
 
+    def resize_faces(self, face_size: int) -> None:
+        """Process faces at most at `face_size` from the next frame on (the mesh swapper's target face size; the
+        neural processors keep their model's size)."""
+        for processor in self.processors:
+            if isinstance(processor, MeshSwapProcessor):
+                processor.max_face_size = face_size
+
     def prepare(self, photos: Sequence[SourcePhoto]) -> list[object]:
         """Each processor's state from the source photos (a texture, an embedding); every model is loaded and
         checked here, before any frame is worked on."""

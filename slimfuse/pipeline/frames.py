@@ -8,7 +8,7 @@ This is the part of the pipeline that sees pixels; reading and writing files and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -72,6 +72,12 @@ class FrameLoop:
     def render_many(self, chunk: Sequence[tuple[np.ndarray, list[Target]]]) -> list[np.ndarray]:
         """Swap each frame's targets into it, frames in order, each processor over the whole chunk at once."""
         return self.chain.render(chunk, self.prepared, self.reuse)
+
+    def tune(self, face_size: int, detect_interval: int) -> None:
+        """Change the processing size and the detection interval while frames go through (the live latency
+        ladder); the next frame uses them."""
+        self.chain.resize_faces(face_size)
+        self.tracker.options = replace(self.tracker.options, detect_interval=detect_interval)
 
     def stats(self) -> FrameStats:
         return FrameStats(frames=self._frames, frames_with_faces=self._with_faces, faces_found=self._found,

@@ -16,13 +16,13 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from slimfuse.errors import SlimfuseError
+from slimfuse.serve.live_socket import router as live_router
 from slimfuse.serve.routes import router
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
-from slimfuse.serve.tokens import user_of
+from slimfuse.serve.tokens import connection_user
 
 STATIC = Path(__file__).parent / "static"
-LOCAL_USER = "local"
 # HTTP status of slimfuse's errors, by exit code (the rest are 500).
 STATUS_BY_EXIT = {2: 422, 3: 404, 4: 422, 5: 422, 6: 422, 7: 415, 8: 422, 9: 422, 14: 503, 15: 503, 16: 413,
                   18: 503, 30: 422, 31: 422, 32: 415, 33: 422, 41: 422}
@@ -51,7 +51,7 @@ def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambd
     async def authenticate(request: Request, call_next: Callable) -> object:
         request.state.user = None
         if request.url.path.startswith("/v1/") and request.url.path != "/v1/health":
-            user = _user(request, app.state.store, settings)
+            user = connection_user(request, app.state.store, settings)
             if user is None:
                 return JSONResponse(error_body("Unauthorized", None, "a valid bearer token is needed "
                                                "(Authorization: Bearer TOKEN)"), status_code=401,
@@ -85,21 +85,15 @@ def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambd
         return JSONResponse(error_body("InternalError", 1, f"internal error: {type(exc).__name__}"), status_code=500)
 
     app.include_router(router)
+    app.include_router(live_router)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
+    @app.get("/live", include_in_schema=False)
+    def live_page() -> FileResponse:
+        return FileResponse(STATIC / "live.html", headers={"Cache-Control": "no-cache"})
+
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
-
-
-def _user(request: Request, store: JobStore, settings: ServeSettings) -> str | None:
-    """The user a request speaks for: a token's name; with no token created and a loopback bind, the one local
-    user; else None."""
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else request.query_params.get("token")
-    any_token, user = user_of(store, token)
-    if not any_token:
-        return LOCAL_USER if settings.loopback else None
-    return user

@@ -21,6 +21,9 @@ QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = "queued", "running", "succeeded"
 FINAL_STATES = (SUCCEEDED, FAILED, CANCELLED)
 # Kinds of work: a swap is a user's job; previews and face lists are short requests the page waits for.
 SWAP, PREVIEW, FACES = "swap", "preview", "faces"
+# A live session: held by the API process while its socket is open (workers never claim it), so that its planned
+# peak counts against the budget as a running job's does.
+LIVE = "live"
 # A job whose worker died this many times is failed instead of run again.
 MAX_ATTEMPTS = 3
 
@@ -222,12 +225,29 @@ class JobStore:
                 "AND lease_until >= :now))")
             row = db.execute(
                 "UPDATE jobs SET state = :running, worker = :worker, lease_until = :lease, started = :now, "
-                "attempts = attempts + 1, done = 0 WHERE id = (SELECT j.id FROM jobs j WHERE (j.state = :queued OR "
+                "attempts = attempts + 1, done = 0 WHERE id = (SELECT j.id FROM jobs j WHERE j.kind != 'live' AND "
+                "(j.state = :queued OR "
                 f"(j.state = :running AND j.lease_until < :now)) AND {room} ORDER BY j.priority, j.created LIMIT 1) "
                 "RETURNING *",
                 {"running": RUNNING, "queued": QUEUED, "worker": worker, "lease": now + lease_seconds, "now": now,
                  "budget": budget_bytes}).fetchone()
         return None if row is None else Job(row)
+
+    def hold_live(self, user: str, holder: str, planned_bytes: int, budget_bytes: int | None,
+                  lease_seconds: float) -> tuple[Job | None, int]:
+        """A running live session of `planned_bytes` when it fits beside the running jobs and sessions (None
+        when it does not), and the bytes those hold. `holder` renews it with heartbeat and ends it with succeed."""
+        now = time.time()
+        with self.connect() as db:
+            held = int(db.execute("SELECT COALESCE(SUM(planned_bytes), 0) AS n FROM jobs WHERE state = ? AND "
+                                  "lease_until >= ?", (RUNNING, now)).fetchone()["n"])
+            if budget_bytes is not None and held + planned_bytes > budget_bytes:
+                return None, held
+            job_id = new_id()
+            db.execute("INSERT INTO jobs (id, user, kind, state, priority, request, planned_bytes, created, started, "
+                       "worker, lease_until, attempts) VALUES (?, ?, ?, ?, 0, '{}', ?, ?, ?, ?, ?, 1)",
+                       (job_id, user, LIVE, RUNNING, planned_bytes, now, now, holder, now + lease_seconds))
+            return Job(db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()), held
 
     def heartbeat(self, job_id: str, worker: str, lease_seconds: float) -> bool:
         """Renew the lease; False when the job is no longer this worker's."""

@@ -6,8 +6,13 @@ import re
 import secrets
 import sqlite3
 
+from starlette.requests import HTTPConnection
+
 from slimfuse.errors import UsageError
+from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
+
+LOCAL_USER = "local"
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -31,3 +36,14 @@ def create_token(store: JobStore, name: str) -> str:
 def user_of(store: JobStore, token: str | None) -> tuple[bool, str | None]:
     """(whether any token exists, the user `token` names or None)."""
     return store.token_user(None if not token else digest(token))
+
+
+def connection_user(request: HTTPConnection, store: JobStore, settings: ServeSettings) -> str | None:
+    """The user a request speaks for: a token's name; with no token created and a loopback bind, the one local
+    user; else None."""
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else request.query_params.get("token")
+    any_token, user = user_of(store, token)
+    if not any_token:
+        return LOCAL_USER if settings.loopback else None
+    return user

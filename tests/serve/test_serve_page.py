@@ -5,12 +5,11 @@ the job to 100%, sees the result, downloads it (equal to the job's output); then
 an error line, and a narrow window. SLIMFUSE_SCREENSHOTS=DIR also keeps the screenshots there (docs/serve)."""
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from screenshots import shot
 from served import Server, samples, serving, small_clip
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -40,15 +39,6 @@ def page(tmp_path: Path) -> Iterator[object]:
         browser.close()
 
 
-def _shot(page, name: str, folder: Path) -> None:  # noqa: ANN001
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    keep = os.environ.get("SLIMFUSE_SCREENSHOTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(keep) / path.name)
-
-
 # The preview as the page shows it: its pixels drawn on a canvas, summed in blocks.
 PIXELS = """() => { const image = document.getElementById('preview'); const canvas = document.createElement('canvas');
   canvas.width = image.naturalWidth; canvas.height = image.naturalHeight; const context = canvas.getContext('2d');
@@ -73,7 +63,7 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     unlabelled = page.evaluate("""[...document.querySelectorAll('input, select')]
         .filter(el => !el.labels.length && !el.getAttribute('aria-label')).map(el => el.id || el.name)""")
     assert unlabelled == []
-    _shot(page, "1-empty", tmp_path)
+    shot(page, "1-empty", tmp_path)
 
     page.set_input_files("#source-file", str(astronaut))
     page.wait_for_selector("#source-list img")
@@ -88,7 +78,7 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     assert face.get_attribute("aria-pressed") == "true"
     assert page.input_value("#face_selector_mode") == "reference"
     page.wait_for_function("document.getElementById('preview-status').textContent.startsWith('Preview')")
-    _shot(page, "2-preview-and-faces", tmp_path)
+    shot(page, "2-preview-and-faces", tmp_path)
 
     page.keyboard.press("Tab")  # the run button is reached and pressed from the keyboard
     page.focus("#run")
@@ -98,7 +88,7 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     page.wait_for_selector("#result img")
     page.wait_for_function("document.querySelector('#result img').naturalWidth === 512")
     page.wait_for_selector("#jobs tbody td.state-succeeded")
-    _shot(page, "3-result", tmp_path)
+    shot(page, "3-result", tmp_path)
     with page.expect_download() as download:
         page.click("#download")
     saved = tmp_path / "download.jpg"
@@ -119,7 +109,7 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     assert asked.value.post_data_json["frame"] == 9
     page.wait_for_function("document.querySelectorAll('#faces button').length === 1")
     page.wait_for_function("document.getElementById('preview-status').textContent.startsWith('Preview')")
-    _shot(page, "4-video-target", tmp_path)
+    shot(page, "4-video-target", tmp_path)
 
     text = tmp_path / "notes.jpg"
     text.write_text("not a photo\n" * 50)
@@ -129,4 +119,4 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     assert message.startswith("notes.jpg: ") and "Traceback" not in message
     page.set_viewport_size({"width": 400, "height": 900})
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
-    _shot(page, "5-error-narrow", tmp_path)
+    shot(page, "5-error-narrow", tmp_path)

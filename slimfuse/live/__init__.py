@@ -1,0 +1,1 @@
+"""Live mode: camera and stream inputs and outputs, the latest-frame loop, the latency ladder."""
