@@ -12,17 +12,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     image = kinds.add_parser("image", help="per-stage latency and peak RSS of the image swap (512 px and 1080p)")
     image.add_argument("--runs", type=int, default=20, help="runs per stage; the median is reported")
-    image.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
-    image.add_argument("--plot", type=Path, default=None, help="also draw the stage latencies to this PNG file")
+    _add_json(image)
+    _add_plot(image, "the stage latencies")
     add_common_options(image)
     video = kinds.add_parser("video", help="720p video swap against a plain transcode, with memory and reuse")
     video.add_argument("--frames", type=int, default=150, help="length of the benchmark clip")
-    video.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
-    video.add_argument("--plot", type=Path, default=None, help="also draw frames/s per run to this PNG file")
+    _add_json(video)
+    _add_plot(video, "frames/s per run")
     add_common_options(video)
     optimize = kinds.add_parser("optimize", help="fp16 and int8 variants of the embedded models: size, latency, gate")
     optimize.add_argument("--runs", type=int, default=50, help="runs per variant; the median is reported")
-    optimize.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    _add_json(optimize)
     add_common_options(optimize)
     _add_memory_parser(kinds)
     _add_serve_parser(kinds)
@@ -56,9 +56,9 @@ def _add_memory_parser(kinds: argparse._SubParsersAction) -> None:
     memory.add_argument("--standin-width", type=float, default=1.0, metavar="FACTOR",
                         help="channel widths of the stand-ins relative to the real models (1: real sizes; smaller "
                         "for a quick check of the benchmark itself)")
-    memory.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    _add_json(memory)
     memory.add_argument("--markdown", type=Path, default=None, help="also write the table to this Markdown file")
-    memory.add_argument("--plot", type=Path, default=None, help="also draw peak memory per level to this PNG file")
+    _add_plot(memory, "peak memory per level")
     add_common_options(memory)
 
 
@@ -69,7 +69,7 @@ def _add_serve_parser(kinds: argparse._SubParsersAction) -> None:
     serve.add_argument("--users", default="1,4,8", help="concurrent users of each level, comma-separated")
     serve.add_argument("--workers", type=_positive_int, default=2, help="the server's worker processes")
     serve.add_argument("--memory-budget", type=float, default=1500, metavar="MB", help="the server's --memory-budget")
-    serve.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+    _add_json(serve)
     add_common_options(serve)
 
 
@@ -79,8 +79,8 @@ def _add_batch_parser(kinds: argparse._SubParsersAction) -> None:
     batch.add_argument("--images", type=int, default=50, help="portraits in the image batch (0: none)")
     batch.add_argument("--seconds", type=float, default=120.0, help="length of the 720p clip")
     batch.add_argument("--no-ray", dest="ray", action="store_false", help="leave out the Ray row")
-    batch.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
-    batch.add_argument("--plot", type=Path, default=None, help="also draw the projected speed-up to this PNG file")
+    _add_json(batch)
+    _add_plot(batch, "the projected speed-up")
     add_common_options(batch)
 
 
@@ -89,8 +89,8 @@ def _add_live_parser(kinds: argparse._SubParsersAction) -> None:
                             "soak: RSS and latency p95 over a long session")
     live.add_argument("--seconds", type=float, default=20.0, help="length of each size's session")
     live.add_argument("--soak-seconds", type=float, default=600.0, help="length of the soak (0: none)")
-    live.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
-    live.add_argument("--plot", type=Path, default=None, help="also draw the latency histograms and the soak here")
+    _add_json(live)
+    _add_plot(live, "the latency histograms and the soak")
     add_common_options(live)
 
 
@@ -162,3 +162,11 @@ def _run_memory(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(detail=str(exc)) from None
     return 1 if any(row.exit_code != 0 for row in rows) else 0
+
+
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", type=Path, default=None, help="also write the results to this JSON file")
+
+
+def _add_plot(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--plot", type=Path, default=None, help=f"also draw {what} to this PNG file")
