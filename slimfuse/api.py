@@ -17,6 +17,7 @@ call; calls are serialised by a lock, so one Swapper may be shared by threads (t
 """
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -139,6 +140,27 @@ class Swapper:
         return FaceInfo(box=(x0, y0, x1, y1), score=float(face.score), landmarks=face.landmarks.copy(),
                         five_points=five_points(face.landmarks), thumbnail=_thumbnail(rgb, face.box),
                         identity=self._run.recognizer.descriptor(rgb, face) if identity else None)
+
+
+class KeptSwapper:
+    """One Swapper kept while the sources and options stay the same (a worker's run of jobs keeps its models),
+    replaced, the old one closed, when they change."""
+
+    def __init__(self) -> None:
+        self.current: Swapper | None = None
+        self._key: str | None = None
+
+    def get(self, sources: Sequence[str | Path], **options: object) -> Swapper:
+        key = json.dumps([[str(source) for source in sources], options], sort_keys=True, default=str)
+        if self.current is None or key != self._key:
+            self.close()
+            self.current, self._key = Swapper(list(sources), **options), key
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current, self._key = None, None
 
 
 class _CallbackProgress(CountingProgress):

@@ -15,7 +15,7 @@ from slimfuse.errors import SlimfuseError
 from slimfuse.media.video_reader import FrameSpan
 
 if TYPE_CHECKING:  # the API loads the pipeline: imported on the first task
-    from slimfuse.api import Swapper
+    from slimfuse.api import KeptSwapper
 
 FrameProgress = Callable[[int, int | None], None]
 
@@ -58,8 +58,7 @@ class Worker:
     """Runs tasks with a kept Swapper, built again only when the sources or options change."""
 
     def __init__(self) -> None:
-        self._swapper: Swapper | None = None
-        self._key: str | None = None
+        self._kept: KeptSwapper | None = None  # made on the first task
 
     def run(self, task: Task, progress: FrameProgress | None = None) -> TaskResult:
         started = time.perf_counter()
@@ -74,20 +73,16 @@ class Worker:
         return TaskResult(task, time.perf_counter() - started, frames)
 
     def close(self) -> None:
-        if self._swapper is not None:
-            self._swapper.close()
-            self._swapper = None
+        if self._kept is not None:
+            self._kept.close()
 
     def _swap(self, task: Task, progress: FrameProgress | None) -> int:
-        from slimfuse.api import Swapper
+        from slimfuse.api import KeptSwapper
         from slimfuse.pipeline.jobs import check_output
 
-        key = repr((task.sources, sorted(task.options.items())))
-        swapper = self._swapper
-        if swapper is None or key != self._key:
-            self.close()
-            swapper = self._swapper = Swapper(list(task.sources), **task.options)
-            self._key = key
+        if self._kept is None:
+            self._kept = KeptSwapper()
+        swapper = self._kept.get(list(task.sources), **task.options)
         check_output(task.output, task.target)
         if is_video(task.target):
             return swapper.swap_video(task.target, task.output, progress, span=task.span).frames_written

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from slimfuse.api import Swapper
+from slimfuse.api import KeptSwapper, Swapper
 from slimfuse.atomic import remove_stale, write_bytes_atomic
 from slimfuse.errors import SlimfuseError, Terminated
 from slimfuse.media.image_io import read_image
@@ -56,8 +56,7 @@ class Worker:
         self.models_dir = models_dir
         self.threads = threads
         """ONNX Runtime threads per model (0: its own choice): the server shares the cores among its workers."""
-        self._swapper: Swapper | None = None
-        self._key: str | None = None
+        self._kept = KeptSwapper()
 
     def serve(self, stop: threading.Event) -> None:
         remove_stale(self.store.outputs_dir)  # outputs half-written by a worker that was killed
@@ -112,15 +111,7 @@ class Worker:
 
     def _swapper_for(self, sources: list[str], options: dict[str, Any]) -> Swapper:
         """The kept Swapper when the sources and options are the same, else a new one (the old one released)."""
-        key = json.dumps([sources, options], sort_keys=True, default=str)
-        if self._swapper is None or key != self._key:
-            if self._swapper is not None:
-                self._swapper.close()
-                self._swapper = None
-            self._swapper = Swapper(sources, **options, models_dir=self.models_dir,
-                                    execution_thread_count=self.threads)
-            self._key = key
-        return self._swapper
+        return self._kept.get(sources, **options, models_dir=self.models_dir, execution_thread_count=self.threads)
 
     def _path(self, relative: str) -> str:
         return str(self.store.data_dir / relative)
@@ -191,11 +182,10 @@ class Worker:
     def _faces(self, job: Job, request: dict[str, Any]) -> dict[str, Any]:
         target = Path(self._path(request["target"]))
         rgb = _picture(target, int(request.get("frame", 0)))
-        if self._swapper is None:  # any kept Swapper lists faces; without one, the target serves as its source
-            self._swapper_for([str(target)], {})
-        assert self._swapper is not None
+        # any kept Swapper lists faces; without one, the target serves as its source
+        lister = self._kept.current or self._swapper_for([str(target)], {})
         faces = [{"index": index, "box": [round(value, 1) for value in face.box], "score": round(face.score, 3),
-                  "thumbnail": _data_url(face.thumbnail)} for index, face in enumerate(self._swapper.faces(rgb))]
+                  "thumbnail": _data_url(face.thumbnail)} for index, face in enumerate(lister.faces(rgb))]
         relative = f"scratch/{job.id}.json"
         data = json.dumps({"faces": faces, "width": rgb.shape[1], "height": rgb.shape[0]}).encode()
         write_bytes_atomic(self.store.data_dir / relative, data, durable=False)
