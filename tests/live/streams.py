@@ -81,10 +81,11 @@ def send(url: str, frames: Iterable[np.ndarray], fps: float, cut: bool = False) 
 
 
 class Receiver:
-    """Reads an MPEG-TS stream from a UDP port on a thread until it stays quiet for `quiet` seconds."""
+    """Reads an MPEG-TS stream from a UDP port on a thread until it stays quiet for `quiet` seconds. FFmpeg's own
+    reading thread fills a large queue, so a busy machine loses as few datagrams as UDP allows."""
 
     def __init__(self, port: int, quiet: float = 8.0) -> None:
-        self.url = f"udp://127.0.0.1:{port}"
+        self.url = f"udp://127.0.0.1:{port}?fifo_size=1000000&overrun_nonfatal=1&buffer_size=4194304"
         self.frames: list[np.ndarray] = []
         self.error: BaseException | None = None
         self.quiet = quiet

@@ -54,7 +54,10 @@ def test_udp_in_udp_out_frames_in_order_with_the_source_face_then_a_cut(
     assert len(sent) - 2 <= data["input_frames"] <= len(sent)
     assert data["processed"] + data["dropped_input"] == data["input_frames"]
     # Frames that arrive together (the probe's, the first ones while the models warm up) replace each other.
-    assert len(received) == data["written"] == data["processed"] >= data["input_frames"] // 2
+    assert data["written"] == data["processed"] >= data["input_frames"] // 2
+    # UDP may drop a datagram on a loaded machine even on loopback; a frame whose start is lost merges with the one
+    # before, so the reader may see one fewer. More than that would be the output losing frames.
+    assert data["written"] - 1 <= len(received) <= data["written"]
     numbers = [code_of(frame) for frame in received]
     assert numbers == sorted(set(numbers)) and numbers[-1] >= data["input_frames"] - 3, numbers
     source = _identity(pool, astronaut)
