@@ -18,9 +18,11 @@ from slimfuse.cli.main import main
 from slimfuse.metrics import psnr
 from processes import wait_for
 
-# Two encodes of the same frames differ by the encoder's choices (about 45 dB here); the segments' tracks start
-# from their warm-up frames rather than the whole video, which costs a few dB at worst.
-MIN_PSNR_DB = 37.0
+# Both runs are encoded losslessly (quality 100), so what differs is the swap alone: the first segment is the same
+# frames, and a later segment's tracks start from its warm-up frames rather than the whole video, which leaves
+# its faces within a fraction of a grey level (about 46-60 dB; the issue's goal is 40).
+MIN_PSNR_DB = 40.0
+LOSSLESS = ["--output-video-quality", "100"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -45,10 +47,10 @@ def test_segments_are_cut_at_keyframes(clip: Path) -> None:
 def test_workers_join_a_video_as_one_process_writes_it(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                        clip: Path, astronaut_path: Path) -> None:
     single, split = tmp_path / "single.mp4", tmp_path / "split.mp4"
-    assert main(["swap", "-s", str(astronaut_path), "-t", str(clip), "-o", str(single), "--quiet"]) == 0
+    assert main(["swap", "-s", str(astronaut_path), "-t", str(clip), "-o", str(single), "--quiet", *LOSSLESS]) == 0
     report = tmp_path / "report.json"
     code = main(["swap", "-s", str(astronaut_path), "-t", str(clip), "-o", str(split), "--workers", "2",
-                 "--report", str(report)])
+                 "--report", str(report), *LOSSLESS])
     stderr = capsys.readouterr().err
     assert code == 0, stderr
     (row,) = json.loads(report.read_text())["items"]
@@ -61,6 +63,8 @@ def test_workers_join_a_video_as_one_process_writes_it(capsys: pytest.CaptureFix
     assert split_pts == single_pts == source_pts
     assert duration(split) == pytest.approx(duration(clip), abs=1e-6)
     assert audio_packets(split) == audio_packets(clip)
+    first = scan_keyframes(clip).keyframes[1][0]  # where the second segment starts
+    assert all(np.array_equal(a, b) for a, b in zip(single_frames[:first], split_frames[:first], strict=True))
     quality = [psnr(a, b) for a, b in zip(single_frames, split_frames, strict=True)]
     assert min(quality) >= MIN_PSNR_DB, [round(value, 1) for value in quality]
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".")] == [".slimfuse-batch.jsonl"]
