@@ -4,6 +4,11 @@ its output) at 640x480 and 1280x720, and a soak: RSS and latency p95 over a long
 Each size plays a clip made from the packaged photos (a camera pan over Grace Hopper, 30 fps) in a loop at its own
 rate through `LiveSession`, the astronaut's face swapped in with the mesh swapper, the ladder on; one run, one
 process, models loaded once.
+
+`--neural` adds a neural swapper (inswapper_128 and arcface_w600k_r50: the user's files, else stand-ins of the real
+sizes with random weights) at 640x480: each step of the ladder held (a neural swapper keeps its model's face size,
+so its steps differ in the detection interval), the ladder itself, and reuse of generated faces off and on, on the
+pan and on a still camera (the same picture with fresh sensor grain in every frame).
 """
 from __future__ import annotations
 
@@ -17,12 +22,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from slimfuse.bench.clips import make_clip, pan
+from slimfuse.bench.clips import make_clip, pan, still
 from slimfuse.config import RunConfig
 from slimfuse.live.inputs import InputOptions
+from slimfuse.live.ladder import steps_for
 from slimfuse.live.session import LiveOptions, LiveSession
 from slimfuse.live.stats import Snapshot
 from slimfuse.memory.probe import process_memory
+from slimfuse.models.store import Store
 from slimfuse.pipeline.run import Run, build_run
 from slimfuse.samples import sample_path
 
@@ -33,6 +40,10 @@ CLIP_FRAMES = 120
 SETTLE_S = 60.0
 """The soak's first minute: RSS is compared against its end, and its latency against the last minute's."""
 RSS_GROWTH = 0.05
+NEURAL_MODELS = ("inswapper_128", "arcface_w600k_r50")
+NEURAL_SIZE = (640, 480)
+GRAIN = 2.0
+"""The still camera's sensor noise (standard deviation, grey levels): no two frames are the same."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +73,35 @@ class Soak:
     verdict: str
 
 
+@dataclass(frozen=True)
+class NeuralRow:
+    camera: str
+    setting: str
+    reuse: bool
+    processed_fps: float
+    dropped: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    processing_p50_ms: float | None
+    generated: int
+    reused: int
+    final_step: str
+
+
+def _photo() -> np.ndarray:
+    return np.asarray(Image.open(sample_path("grace_hopper")).convert("RGB"))
+
+
 def _clip(folder: Path, size: tuple[int, int]) -> Path:
-    photo = np.asarray(Image.open(sample_path("grace_hopper")).convert("RGB"))
-    return make_clip(folder / f"camera_{size[0]}x{size[1]}.mp4", pan(photo, size, CLIP_FRAMES, face_px=size[1] / 3),
+    return make_clip(folder / f"camera_{size[0]}x{size[1]}.mp4", pan(_photo(), size, CLIP_FRAMES, face_px=size[1] / 3),
                      fps=30)
+
+
+def _still_clip(folder: Path, size: tuple[int, int]) -> Path:
+    rng = np.random.default_rng(0)
+    frames = (np.clip(frame + rng.normal(0, GRAIN, frame.shape), 0, 255).astype(np.uint8)
+              for frame in still(_photo(), size, CLIP_FRAMES, face_px=size[1] / 3))
+    return make_clip(folder / f"still_{size[0]}x{size[1]}.mp4", frames, fps=30)
 
 
 def _session(run: Run, clip: Path, seconds: float, status: Callable[[Snapshot, str], None] | None = None,
@@ -88,6 +124,50 @@ def measure(run: Run, clip: Path, size: tuple[int, int], seconds: float) -> tupl
               processing_p50_ms=latency["processing_p50_ms"], final_step=result.final_step,
               ladder_changes=len(result.ladder), goal=f"{aim}: {'met' if met else 'missed'}")
     return row, session.stats.histogram.copy()
+
+
+def neural(folder: Path, seconds: float, store: Store | None = None, width: float = 1.0
+           ) -> tuple[list[NeuralRow], str]:
+    """The neural rows (see the module doc), and which weights they ran: the user's files in `store`, else
+    stand-ins (`width`: of the real sizes; smaller for tests)."""
+    from slimfuse.bench import standins
+    from slimfuse.bench.memory import weights_label
+
+    store = store or Store(notify=lambda message: None)
+    real = [name for name in NEURAL_MODELS if width == 1.0 and store.location(name).is_file()]
+    models_dir = None
+    if len(real) < len(NEURAL_MODELS):
+        real = []
+        models_dir = standins.ensure(store.home, NEURAL_MODELS, width)[NEURAL_MODELS[0]].parent
+    cameras = {"pan": _clip(folder, NEURAL_SIZE), "still": _still_clip(folder, NEURAL_SIZE)}
+    defaults = RunConfig.from_options([sample_path("astronaut")])
+    interval = defaults.faces.face_detector_interval
+    held = sorted({step.detect_interval for step in steps_for(defaults.swap.target_face_size, interval)})
+    # (camera, detection interval or None for the ladder, reuse)
+    plan: list[tuple[str, int | None, bool]] = [("pan", every, False) for every in held]
+    plan += [("pan", interval, True), ("pan", None, True), ("still", interval, False), ("still", interval, True)]
+    rows = []
+    for camera, every, reuse in plan:
+        options: dict[str, object] = {
+            "face_swapper_model": NEURAL_MODELS[0], "face_recognizer_model": NEURAL_MODELS[1],
+            "face_detector_interval": every or interval, "models_dir": models_dir}
+        if not reuse:
+            options["reuse_threshold"] = 0.0
+        neural_run = build_run(RunConfig.from_options([sample_path("astronaut")], **options))
+        try:
+            session = LiveSession(neural_run, str(cameras[camera]), [],
+                                  LiveOptions(duration=seconds, ladder=every is None), InputOptions(loop=True))
+            result = session.run_session()
+        finally:
+            neural_run.close()
+        latency = result.latency
+        rows.append(NeuralRow(
+            camera=camera, setting="ladder on" if every is None else f"detect every {every}", reuse=reuse,
+            processed_fps=result.fps, dropped=result.dropped_input + result.dropped_output,
+            latency_p50_ms=latency["latency_p50_ms"], latency_p95_ms=latency["latency_p95_ms"],
+            processing_p50_ms=latency["processing_p50_ms"], generated=result.faces.get("generated", 0),
+            reused=result.faces.get("reused", 0), final_step=result.final_step))
+    return rows, weights_label(real, [name for name in NEURAL_MODELS if name not in real], width)
 
 
 def soak(run: Run, clip: Path, seconds: float, every: float = 5.0) -> Soak:
@@ -113,10 +193,13 @@ def soak(run: Run, clip: Path, seconds: float, every: float = 5.0) -> Soak:
 
 
 def run(seconds: float = 20.0, soak_seconds: float = 600.0, json_path: Path | None = None,
-        plot_path: Path | None = None, soak_every: float = 5.0) -> tuple[list[Row], Soak | None]:
+        plot_path: Path | None = None, soak_every: float = 5.0, with_neural: bool = False,
+        neural_seconds: float = 30.0) -> tuple[list[Row], Soak | None]:
     run_ = build_run(RunConfig.from_options([sample_path("astronaut")]))
     rows: list[Row] = []
     histograms: dict[str, np.ndarray] = {}
+    neural_rows: list[NeuralRow] = []
+    weights = ""
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-live-") as folder:
         clips = {size: _clip(Path(folder), size) for size in SIZES}
         for size in SIZES:
@@ -124,13 +207,18 @@ def run(seconds: float = 20.0, soak_seconds: float = 600.0, json_path: Path | No
             rows.append(row)
             histograms[row.size] = histogram
         soaked = soak(run_, clips[SIZES[0]], soak_seconds, soak_every) if soak_seconds > 0 else None
-    run_.close()
+        run_.close()
+        if with_neural:
+            neural_rows, weights = neural(Path(folder), neural_seconds)
     print(markdown_table(rows, seconds))
     if soaked is not None:
         print(f"\nsoak, {soaked.seconds:g} s at 640x480: {soaked.verdict}")
+    if neural_rows:
+        print("\n" + neural_table(neural_rows, neural_seconds, weights))
     if json_path is not None:
         json_path.write_text(json.dumps({"rows": [asdict(row) for row in rows],
                                          "soak": None if soaked is None else asdict(soaked),
+                                         "neural": [asdict(row) for row in neural_rows], "neural_weights": weights,
                                          "histograms_ms": {name: h.tolist() for name, h in histograms.items()}}))
     if plot_path is not None:
         plot(histograms, soaked, plot_path)
@@ -146,6 +234,18 @@ def markdown_table(rows: list[Row], seconds: float) -> str:
                      f"{row.ladder_changes} | {row.goal} |")
     lines.append(f"\n{seconds:g} s per size, a 30 fps clip looped at its own rate; the mesh swapper; latency from a "
                  "frame's arrival (decoded) to its output, in 1-ms bins.")
+    return "\n".join(lines)
+
+
+def neural_table(rows: list[NeuralRow], seconds: float, weights: str) -> str:
+    lines = ["| camera | setting | reuse | frames/s | dropped | latency p50 ms | latency p95 ms | swap p50 ms | faces "
+             "generated / reused | final step |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row.camera} | {row.setting} | {'on' if row.reuse else 'off'} | {row.processed_fps:.2f} | "
+                     f"{row.dropped} | {row.latency_p50_ms} | {row.latency_p95_ms} | {row.processing_p50_ms} | "
+                     f"{row.generated} / {row.reused} | {row.final_step} |")
+    lines.append(f"\n{seconds:g} s per row at {NEURAL_SIZE[0]}x{NEURAL_SIZE[1]}, a 30 fps clip looped at its own "
+                 f"rate; {NEURAL_MODELS[0]} with {NEURAL_MODELS[1]} ({weights}), models loaded once per row.")
     return "\n".join(lines)
 
 

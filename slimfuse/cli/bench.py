@@ -89,6 +89,9 @@ def _add_live_parser(kinds: argparse._SubParsersAction) -> None:
                             "soak: RSS and latency p95 over a long session")
     live.add_argument("--seconds", type=float, default=20.0, help="length of each size's session")
     live.add_argument("--soak-seconds", type=float, default=600.0, help="length of the soak (0: none)")
+    live.add_argument("--neural", action="store_true", help="also a neural swapper (inswapper_128; stand-ins of the "
+                      "real sizes where its files are missing) through each ladder step, with reuse off and on")
+    live.add_argument("--neural-seconds", type=float, default=30.0, help="length of each neural row's session")
     _add_json(live)
     _add_plot(live, "the latency histograms and the soak")
     add_common_options(live)
@@ -118,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "live":
         from slimfuse.bench import live
 
-        live.run(seconds=args.seconds, soak_seconds=args.soak_seconds, json_path=args.json, plot_path=args.plot)
+        live.run(seconds=args.seconds, soak_seconds=args.soak_seconds, json_path=args.json, plot_path=args.plot,
+                 with_neural=args.neural, neural_seconds=args.neural_seconds)
         return 0
     if args.kind == "optimize":
         from slimfuse.bench import optimize

@@ -65,6 +65,8 @@ class LiveResult:
     ladder: list[dict[str, object]]
     final_step: str
     ended: str
+    faces: dict[str, int] = field(default_factory=dict)
+    """The frame loop's counts (faces swapped, detections run, faces generated and reused)."""
     error: SlimfuseError | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -129,6 +131,7 @@ class LiveSession:
         self.ladder = LatencyLadder(steps_for(swap.target_face_size, faces.face_detector_interval),
                                     options.latency_budget_ms, enabled=options.ladder)
         self._stage: _OutputStage | None = None
+        self._frame_loop: FrameLoop | None = None
         self._started = time.perf_counter()
         self.ended = "running"
 
@@ -139,7 +142,7 @@ class LiveSession:
     def run_session(self) -> LiveResult:
         """Run until the input ends, the duration or frame count is reached, a control stops it, or an error; the
         threads are stopped and the outputs closed on every way out (Ctrl-C too)."""
-        loop = self.run.loop(self.run.prepare(keep_identity=True))
+        loop = self._frame_loop = self.run.loop(self.run.prepare(keep_identity=True))
         top = self.ladder.step
         loop.tune(top.face_size, top.detect_interval)  # a run used before may have been left lower
         started = self._started = time.perf_counter()
@@ -208,4 +211,4 @@ class LiveSession:
             dropped_output=snapshot.dropped_output, seconds=round(seconds, 3),
             fps=round(snapshot.processed / seconds, 2) if seconds > 0 else 0.0, latency=self.stats.whole(),
             ladder=[asdict(change) for change in self.ladder.changes], final_step=self.ladder.step.describe(),
-            ended=self.ended, error=error)
+            ended=self.ended, faces={} if self._frame_loop is None else asdict(self._frame_loop.stats()), error=error)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HISTOGRAM_MS = 2000
-"""Latencies are counted in 1-ms bins up to this; longer ones land in the last bin."""
+HISTOGRAM_MS = 10_000
+"""Latencies are counted in 1-ms bins up to this (a neural swapper on a CPU takes seconds a frame); longer ones
+land in the last bin."""
 RECENT = 300
 """Frames the status line's figures cover (10 s at 30 fps)."""
 

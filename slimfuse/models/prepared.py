@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 from dataclasses import dataclass, field, replace
@@ -27,6 +28,8 @@ from slimfuse.atomic import Notify, temporary_name, write_bytes_atomic
 from slimfuse.memory.limit import is_allocation_failure
 from slimfuse.models.files import sha256_file
 from slimfuse.models.runtime import RuntimeOptions, first_line, session_options
+
+LOG = logging.getLogger(__name__)
 
 MIN_BYTES = 32 << 20
 """Smaller models are loaded as they are: their copies cost little and preparing them would cost a load."""
@@ -72,8 +75,7 @@ class PreparedModels:
         except Exception as exc:  # noqa: BLE001 - a graph ORT cannot save (over 2 GB, a full disk): load it as it is
             if is_allocation_failure(exc):
                 raise MemoryError(first_line(exc)) from exc
-            self.notify(f"slimfuse: warning: {name}: could not prepare it for this CPU ({first_line(exc)}); "
-                        "loading it as it is")
+            LOG.warning(f"{name}: could not prepare it for this CPU ({first_line(exc)}); loading it as it is")
             return path, options
         return target, replace(options, graph_optimization="disable", disable_prepacking=True)
 
@@ -96,7 +98,7 @@ class PreparedModels:
         return True
 
     def _make(self, name: str, path: Path, target: Path, options: RuntimeOptions) -> None:
-        self.notify(f"slimfuse: {name}: preparing it for this CPU, once (ONNX Runtime's optimised graph, kept in "
+        self.notify(f"{name}: preparing it for this CPU, once (ONNX Runtime's optimised graph, kept in "
                     f"{self.root})")
         self.root.mkdir(parents=True, exist_ok=True)
         partial = temporary_name(target)

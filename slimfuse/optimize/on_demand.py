@@ -45,10 +45,10 @@ def make_missing(store: Store, models: Sequence[str], techniques: Sequence[str],
     for name in missing(store, models, techniques):
         for technique in techniques:
             started = time.perf_counter()
-            notify(f"slimfuse: {name}: making its {technique} variant for this memory level, once "
+            notify(f"{name}: making its {technique} variant for this memory level, once "
                    f"(slimfuse optimize {name} {FLAGS[technique]} --gate; stored for later runs)")
             verdict = _optimize(store, name, technique)
-            notify(f"slimfuse: {name}.{technique}: {verdict} ({time.perf_counter() - started:.0f} s)")
+            notify(f"{name}.{technique}: {verdict} ({time.perf_counter() - started:.0f} s)")
             if verdict.startswith("pass"):
                 break
 
