@@ -161,6 +161,8 @@ def test_a_stream_that_comes_back_within_reconnect_is_resumed(tmp_path: Path, as
     assert lost.endswith(" frames (no data for 1 s); reconnecting for up to 20 s"), lost
     assert back.startswith(f"slimfuse: warning: {url}: input back after ") and back.endswith(" s; resumed")
     assert said[-1].startswith(f"slimfuse: {url}: the duration of 14 s was reached;") and "1 reconnect" in said[-1]
+    after = lines.seen[lines.seen.index(back):]
+    assert any(line.startswith("live: ") and ", 1 reconnect, " in line for line in after), after
     assert data["ok"] is True and data["reconnects"] == 1 and data["error"] is None
     assert data["input_frames"] > 30 + 15  # frames of both senders went through
     # One output stream all along, its frames from the first sender (numbered from 0), then from the second.
