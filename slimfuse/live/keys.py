@@ -8,8 +8,8 @@ import sys
 import termios
 import threading
 import tty
-from collections.abc import Callable
-from types import TracebackType
+from collections.abc import Callable, Mapping
+from types import MappingProxyType, TracebackType
 
 from slimfuse.live.controls import Controls
 
@@ -17,14 +17,14 @@ HELP = ("keys: s swap on/off, f next source face, m keep the target's mouth on/o
         "v selector one/many, q quit")
 
 
-KEYS: dict[str, Callable[[Controls], None]] = {
+KEYS: Mapping[str, Callable[[Controls], None]] = MappingProxyType({
     "s": Controls.toggle_swap,
     "f": Controls.next_face,
     "m": Controls.toggle_mouth,
     "e": Controls.toggle_enhancer,
     "v": Controls.toggle_selector_mode,
     "q": lambda controls: controls.stop.set(),
-}
+})
 
 
 def apply_key(key: str, controls: Controls) -> None:
