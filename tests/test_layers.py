@@ -54,3 +54,13 @@ def test_low_layers_never_import_high_ones() -> None:
                 assert not node.module.startswith(HIGH_LAYERS), f"{name} imports {node.module}"
             elif isinstance(node, ast.Import):
                 assert not any(alias.name.startswith(HIGH_LAYERS) for alias in node.names), name
+
+
+def test_live_never_imports_the_command_line_or_the_server() -> None:
+    for name, tree in _sources().items():
+        if not name.startswith("live/"):
+            continue
+        for node in ast.walk(tree):
+            modules = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            assert not any(module.startswith(("slimfuse.cli", "slimfuse.serve")) for module in modules), name

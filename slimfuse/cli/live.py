@@ -17,7 +17,7 @@ from slimfuse.cli.swap import CLI_ONLY, add_face_options, add_mask_options, add_
 
 LOG = logging.getLogger(__name__)
 LIVE_ONLY = CLI_ONLY | frozenset({"input", "outputs", "input_size", "input_fps", "input_format", "input_timeout",
-                                  "input_loop",
+                                  "input_loop", "reconnect", "switch_sources",
                                   "live_latency_budget_ms", "live_ladder", "duration", "max_frames"})
 """What `slimfuse live` takes that is not a run option."""
 
@@ -44,6 +44,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                       help="seconds without a frame before a stream counts as stopped (default 5)")
     live.add_argument("--input-loop", action="store_true", default=False,
                       help="a file input starts again at its end (demos, soak tests)")
+    live.add_argument("--reconnect", type=_seconds, default=0.0, metavar="S",
+                      help="a camera or stream that stops or ends is opened again for up to S seconds, the outputs "
+                      "kept open (one line when lost, one when back; counted in the status line and the report); "
+                      "default 0: the session ends with it (exit 34)")
+    live.add_argument("--switch-source", dest="switch_sources", type=Path, action="append", default=[],
+                      metavar="PHOTO", help="another person's photo to switch to while it runs (key f, in turn "
+                      "after the -s photos); repeat for more")
     live.add_argument("--live-latency-budget-ms", type=float, default=1000 / 30, metavar="MS",
                       help="processing time a frame may take (default 33.3, for 30 fps); over it the run steps its "
                       "face size and then its detection interval down, and back up with headroom")
@@ -64,17 +71,19 @@ def run(args: argparse.Namespace) -> int:
     from slimfuse.atomic import write_bytes_atomic
     from slimfuse.cli.swap import config_from_args
     from slimfuse.live.inputs import InputOptions
+    from slimfuse.live.controls import Controls
     from slimfuse.live.keys import HELP, TerminalKeys
     from slimfuse.live.outputs import open_output
-    from slimfuse.live.session import Controls, LiveOptions, LiveResult, LiveSession
+    from slimfuse.live.session import LiveOptions, LiveResult, LiveSession
     from slimfuse.live.stats import Snapshot, status_line
-    from slimfuse.pipeline.run import build_run
+    from slimfuse.pipeline.run import SourceImage, build_run
 
     config = config_from_args(args, "live", LIVE_ONLY)
+    faces = [[SourceImage.read(path)] for path in args.switch_sources]  # a missing or unreadable photo: before any model
     options = LiveOptions(latency_budget_ms=args.live_latency_budget_ms, ladder=args.live_ladder,
                           duration=args.duration, max_frames=args.max_frames)
     inputs = InputOptions(size=args.input_size, fps=args.input_fps, camera_format=args.input_format,
-                          timeout=args.input_timeout, loop=args.input_loop)
+                          timeout=args.input_timeout, loop=args.input_loop, reconnect=args.reconnect)
     factories = [partial(open_output, spec) for spec in args.outputs]
     terminal = sys.stderr.isatty()
 
@@ -84,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_ = build_run(config)
     controls = Controls()
-    session = LiveSession(run_, args.input, factories, options, inputs, controls, None if args.quiet else show)
+    session = LiveSession(run_, args.input, factories, options, inputs, controls, None if args.quiet else show, faces)
     result: LiveResult | None = None
     try:
         if not args.quiet and sys.stdin.isatty():
@@ -104,12 +113,23 @@ def run(args: argparse.Namespace) -> int:
         raise result.error
     LOG.info(f"{args.input}: {result.ended}; {result.processed} frames swapped at {result.fps:.1f} fps, latency p50 "
              f"{result.latency['latency_p50_ms']} ms p95 {result.latency['latency_p95_ms']} ms, dropped "
-             f"{result.dropped_input} in / {result.dropped_output} out")
+             f"{result.dropped_input} in / {result.dropped_output} out"
+             + (f", {result.reconnects} reconnect{'s' if result.reconnects != 1 else ''}" if result.reconnects else ""))
     return 0
 
 
 def _plain(value: object) -> object:
     return value if isinstance(value, (bool, int, float, str, type(None))) else str(value)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -2,10 +2,14 @@
 offered to a LatestSlot as it arrives (a file at its own rate, as a camera would give it).
 
 A source that stops (a camera unplugged, a stream that breaks or goes quiet for `timeout` seconds) ends the
-thread with one line in `error`; a file's end is a normal end.
+thread with one line in `error`; a file's end is a normal end. With `reconnect` seconds, a camera or stream that
+stops or ends after it gave frames is opened again and again for up to that long, the slot left open (so the
+session's outputs stay open too): one warning line when it is lost, one when it is back (`reconnects` counts
+them); one that does not come back ends the thread as above.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -17,6 +21,11 @@ import numpy as np
 from slimfuse.errors import InputMissingError, LiveInputError
 from slimfuse.live.slot import LatestSlot
 
+LOG = logging.getLogger(__name__)
+RETRY_OPEN_S = 1.0
+"""While reconnecting, each try waits at most this long for the input's data (so a stop is answered within it)."""
+RETRY_PAUSE_S = 0.25
+"""... and a try that fails at once (a camera not back yet) is repeated after this pause."""
 NETWORK_OPTIONS = {"flags": "low_delay", "probesize": "200000", "analyzeduration": "200000"}
 """Low-delay decoding, and a short probe (0.2 s of the stream, not five). Not `fflags nobuffer`: it throws away
 the packets read while probing, the first keyframe among them, so nothing decodes until the next one."""
@@ -36,6 +45,8 @@ class InputOptions:
     """Seconds to wait for a stream's first data (a sender that starts later)."""
     loop: bool = False
     """A file starts again at its end (demos, soak tests), its clock going on."""
+    reconnect: float = 0.0
+    """Seconds a camera or stream that stops (or ends) may take to come back; 0: the session ends with it."""
 
 
 @dataclass(frozen=True)
@@ -67,11 +78,14 @@ class LiveInput:
         self.slot = slot
         self.options = options
         self.frames = 0
+        self.reconnects = 0
         self.error: LiveInputError | None = None
         self.size: tuple[int, int] | None = None
         self.rate: float | None = None
         self.opened = threading.Event()
         self._clock = 0.0
+        self._lost: tuple[float, str] | None = None
+        """While reconnecting: when the input was lost (time.monotonic()) and why."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="slimfuse-live-input", daemon=True)
 
@@ -85,6 +99,8 @@ class LiveInput:
 
     def _open(self) -> av.container.InputContainer:
         timeout, opening = self.options.timeout, self.options.open_timeout
+        if self._lost is not None:
+            opening = max(0.1, min(RETRY_OPEN_S, self.options.reconnect - (time.monotonic() - self._lost[0])))
         if self.kind == "camera":
             options = {key: value for key, value in (
                 ("input_format", self.options.camera_format),
@@ -98,14 +114,21 @@ class LiveInput:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                with self._open() as container:
-                    stream = container.streams.video[0]
-                    stream.thread_type = "AUTO"
-                    self.size = (stream.codec_context.width, stream.codec_context.height)
-                    self.rate = float(stream.average_rate) if stream.average_rate else None
-                    self.opened.set()
-                    self._read(container, stream)
-                if not (self.options.loop and self.kind == "file"):
+                tried = time.monotonic()
+                try:
+                    with self._open() as container:
+                        self._read(container)
+                    why = f"the {self.kind} ended after {self.frames} frames"
+                except (av.error.FFmpegError, OSError) as exc:
+                    if not self._resumable():
+                        raise
+                    why = self._why(exc)
+                else:
+                    if self.kind == "file" and self.options.loop:
+                        continue
+                    if not self._resumable():
+                        return
+                if not self._wait_for_comeback(why, tried):
                     return
         except (av.error.FFmpegError, OSError, IndexError) as exc:
             if not self._stop.is_set():
@@ -114,20 +137,53 @@ class LiveInput:
             self.opened.set()
             self.slot.close()
 
-    def _read(self, container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> None:
+    def _resumable(self) -> bool:
+        """Whether an input that stopped is waited for: a camera or stream, with `reconnect`, once it gave frames."""
+        return self.kind != "file" and self.options.reconnect > 0 and self.frames > 0 and not self._stop.is_set()
+
+    def _wait_for_comeback(self, why: str, tried: float) -> bool:
+        """The input stopped (`why`), or a try to reopen it failed: whether to try again (False, with `error`
+        set, once `reconnect` seconds have passed since it was lost)."""
+        now, seconds = time.monotonic(), self.options.reconnect
+        if self._lost is None:
+            self._lost = (now, why)
+            LOG.warning(f"{self.spec}: input lost: {why}; reconnecting for up to {seconds:g} s")
+            return True
+        if now - self._lost[0] >= seconds:
+            self.error = LiveInputError(self.spec, f"{self._lost[1]}; it did not come back within {seconds:g} s")
+            return False
+        return not self._stop.wait(max(0.0, RETRY_PAUSE_S - (now - tried)))
+
+    def _read(self, container: av.container.InputContainer) -> None:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        size = (stream.codec_context.width, stream.codec_context.height)
+        if self.size is None:
+            self.size = size
+            self.rate = float(stream.average_rate) if stream.average_rate else None
+            self.opened.set()
+        scale = {} if size == self.size else {"width": self.size[0], "height": self.size[1]}  # the outputs' size
         started: tuple[float, float] | None = None  # (wall clock, input clock) of the first frame: file pacing
-        offset = self._clock  # a looped file's clock goes on from where the last pass ended
+        offset = self._clock  # a looped file's or a resumed stream's clock goes on from where the last pass ended
+        base: float | None = None if self._lost is not None else 0.0  # a resumed stream's own clock starts anywhere
         for frame in container.decode(stream):
             if self._stop.is_set():
                 return
-            at = offset + (float(frame.time) if frame.time is not None else self.frames / (self.rate or 30.0))
+            own = float(frame.time) if frame.time is not None else self.frames / (self.rate or 30.0)
+            if base is None:
+                base = own
+            at = offset + own - base
             if self.kind == "file":
                 if started is None:
                     started = (time.perf_counter(), at)
                 wait = started[0] + (at - started[1]) - time.perf_counter()
                 if wait > 0 and self._stop.wait(wait):
                     return
-            self.slot.put(LiveFrame(self.frames, frame.to_ndarray(format="rgb24"), at, time.perf_counter()))
+            if self._lost is not None:
+                LOG.warning(f"{self.spec}: input back after {time.monotonic() - self._lost[0]:.1f} s; resumed")
+                self._lost = None
+                self.reconnects += 1
+            self.slot.put(LiveFrame(self.frames, frame.to_ndarray(format="rgb24", **scale), at, time.perf_counter()))
             self.frames += 1
             self._clock = at + 1 / (self.rate or 30.0)
 

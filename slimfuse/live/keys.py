@@ -1,5 +1,5 @@
-"""Keys in the terminal while a live session runs: s swap on/off, v selector one/many, q quit. Read from stdin in
-cbreak mode (each key at once, without Enter) on a thread of its own; the terminal's settings come back on exit."""
+"""Keys in the terminal while a live session runs (HELP lists them). Read from stdin in cbreak mode (each key at
+once, without Enter) on a thread of its own; the terminal's settings come back on exit."""
 from __future__ import annotations
 
 import os
@@ -8,20 +8,29 @@ import sys
 import termios
 import threading
 import tty
-from types import TracebackType
+from collections.abc import Callable, Mapping
+from types import MappingProxyType, TracebackType
 
-from slimfuse.live.session import Controls
+from slimfuse.live.controls import Controls
 
-HELP = "keys: s swap on/off, v selector one/many, q quit"
+HELP = ("keys: s swap on/off, f next source face, m keep the target's mouth on/off, e face enhancer on/off, "
+        "v selector one/many, q quit")
+
+
+KEYS: Mapping[str, Callable[[Controls], None]] = MappingProxyType({
+    "s": Controls.toggle_swap,
+    "f": Controls.next_face,
+    "m": Controls.toggle_mouth,
+    "e": Controls.toggle_enhancer,
+    "v": Controls.toggle_selector_mode,
+    "q": lambda controls: controls.stop.set(),
+})
 
 
 def apply_key(key: str, controls: Controls) -> None:
-    if key == "s":
-        controls.swap = not controls.swap
-    elif key == "v":
-        controls.selector_mode = "many" if controls.selector_mode == "one" else "one"
-    elif key == "q":
-        controls.stop.set()
+    action = KEYS.get(key)
+    if action is not None:
+        action(controls)
 
 
 class TerminalKeys:

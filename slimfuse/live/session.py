@@ -2,25 +2,26 @@
 
 Each slot holds at most one frame; a newer frame replaces one that is still waiting (and is counted as dropped),
 so however slow a stage is, no frame waits behind another and latency cannot build up. The swap runs on the
-caller's thread (Ctrl-C reaches it there); its time per frame drives the latency ladder.
+caller's thread (Ctrl-C reaches it there), through a LiveLoop that applies the session's Controls (live/controls.py);
+its time per frame drives the latency ladder.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from slimfuse.errors import LiveOutputError, SlimfuseError
+from slimfuse.live.controls import Controls, LiveLoop
 from slimfuse.live.inputs import InputOptions, LiveFrame, LiveInput
 from slimfuse.live.ladder import LatencyLadder, steps_for
 from slimfuse.live.outputs import LiveOutput
 from slimfuse.live.slot import Closed, LatestSlot
 from slimfuse.live.stats import LiveStats, Snapshot
-from slimfuse.pipeline.frames import FrameLoop
-from slimfuse.pipeline.run import Run
+from slimfuse.pipeline.run import Run, SourceImage
 
 OutputFactory = Callable[[tuple[int, int], float], LiveOutput]
 """Opens an output once the input's frame size and rate are known."""
@@ -41,16 +42,6 @@ class LiveOptions:
 
 
 @dataclass
-class Controls:
-    """What may change while a session runs (keys in the terminal, controls in the page)."""
-
-    swap: bool = True
-    selector_mode: str | None = None
-    """one or many; None: as configured."""
-    stop: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
 class LiveResult:
     input: str
     size: tuple[int, int] | None
@@ -59,6 +50,7 @@ class LiveResult:
     written: int
     dropped_input: int
     dropped_output: int
+    reconnects: int
     seconds: float
     fps: float
     latency: dict[str, float | None]
@@ -118,8 +110,11 @@ class _OutputStage:
 class LiveSession:
     def __init__(self, run: Run, input_spec: str, outputs: Sequence[OutputFactory], options: LiveOptions = LiveOptions(),
                  input_options: InputOptions = InputOptions(), controls: Controls | None = None,
-                 status: Callable[[Snapshot, str], None] | None = None) -> None:
+                 status: Callable[[Snapshot, str], None] | None = None,
+                 faces: Sequence[Sequence[SourceImage]] = ()) -> None:
+        """faces: further source faces (each the photos of one person) that Controls.face switches to."""
         self.run = run
+        self.faces = faces
         self.options = options
         self.controls = controls or Controls()
         self.status = status
@@ -131,20 +126,20 @@ class LiveSession:
         self.ladder = LatencyLadder(steps_for(swap.target_face_size, faces.face_detector_interval),
                                     options.latency_budget_ms, enabled=options.ladder)
         self._stage: _OutputStage | None = None
-        self._frame_loop: FrameLoop | None = None
+        self._live_loop: LiveLoop | None = None
         self._started = time.perf_counter()
         self.ended = "running"
 
     def snapshot(self) -> Snapshot:
         dropped_output = 0 if self._stage is None else self._stage.slot.dropped
-        return self.stats.snapshot(self.frames.dropped, dropped_output)
+        return self.stats.snapshot(self.frames.dropped, dropped_output, self.input.reconnects)
 
     def run_session(self) -> LiveResult:
         """Run until the input ends, the duration or frame count is reached, a control stops it, or an error; the
         threads are stopped and the outputs closed on every way out (Ctrl-C too)."""
-        loop = self._frame_loop = self.run.loop(self.run.prepare(keep_identity=True))
+        loop = self._live_loop = LiveLoop(self.run, self.controls, self.faces)
         top = self.ladder.step
-        loop.tune(top.face_size, top.detect_interval)  # a run used before may have been left lower
+        loop.frames.tune(top.face_size, top.detect_interval)  # a run used before may have been left lower
         started = self._started = time.perf_counter()
         try:
             self.input.start()
@@ -161,7 +156,7 @@ class LiveSession:
                 self._stage.finish()
         return self.result()
 
-    def _loop(self, loop: FrameLoop, started: float) -> None:
+    def _loop(self, loop: LiveLoop, started: float) -> None:
         options, controls = self.options, self.controls
         last_status = started
         while not controls.stop.is_set():
@@ -184,18 +179,17 @@ class LiveSession:
                 self.status(self.snapshot(), self.ladder.step.describe())
         self.ended = "the output stopped" if self._stage is not None and self._stage.error else "stopped"
 
-    def _process(self, loop: FrameLoop, frame: LiveFrame) -> None:
+    def _process(self, loop: LiveLoop, frame: LiveFrame) -> None:
         assert self._stage is not None  # opened before the loop starts
-        if self.controls.selector_mode is not None:
-            loop.selector.mode = self.controls.selector_mode  # type: ignore[assignment]  # one of SELECTOR_MODES
+        loop.apply()  # a change (another face prepared) is not counted as the frame's swap time
         begun = time.perf_counter()
-        rgb = loop.process(frame.rgb, frame.time) if self.controls.swap else frame.rgb
+        rgb = loop.process(frame.rgb, frame.time)
         took_ms = (time.perf_counter() - begun) * 1000
         self.stats.on_processed(took_ms)
         if self.controls.swap:
             step = self.ladder.observe(took_ms)
             if step is not None:
-                loop.tune(step.face_size, step.detect_interval)
+                loop.frames.tune(step.face_size, step.detect_interval)
         self._stage.slot.put((frame, rgb))
 
     def result(self) -> LiveResult:
@@ -208,7 +202,8 @@ class LiveSession:
         return LiveResult(
             input=self.input.spec, size=self.input.size, input_frames=self.input.frames,
             processed=snapshot.processed, written=snapshot.written, dropped_input=snapshot.dropped_input,
-            dropped_output=snapshot.dropped_output, seconds=round(seconds, 3),
+            dropped_output=snapshot.dropped_output, reconnects=snapshot.reconnects, seconds=round(seconds, 3),
             fps=round(snapshot.processed / seconds, 2) if seconds > 0 else 0.0, latency=self.stats.whole(),
             ladder=[asdict(change) for change in self.ladder.changes], final_step=self.ladder.step.describe(),
-            ended=self.ended, faces={} if self._frame_loop is None else asdict(self._frame_loop.stats()), error=error)
+            ended=self.ended, faces={} if self._live_loop is None else asdict(self._live_loop.frames.stats()),
+            error=error)

@@ -26,6 +26,8 @@ class Snapshot:
     written: int
     dropped_input: int
     dropped_output: int
+    reconnects: int = 0
+    """Times the input was lost and came back (--reconnect)."""
 
 
 class LiveStats:
@@ -53,13 +55,13 @@ class LiveStats:
             self._latencies.append(latency_ms)
             self.histogram[min(HISTOGRAM_MS, int(latency_ms))] += 1
 
-    def snapshot(self, dropped_input: int, dropped_output: int) -> Snapshot:
+    def snapshot(self, dropped_input: int, dropped_output: int, reconnects: int = 0) -> Snapshot:
         with self._lock:
             times, recent = list(self._processed_at), list(self._latencies)
             processed, written = self.processed, self.written
         fps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
         p50, p95 = (np.percentile(recent, (50, 95)) if recent else (0.0, 0.0))
-        return Snapshot(fps, float(p50), float(p95), processed, written, dropped_input, dropped_output)
+        return Snapshot(fps, float(p50), float(p95), processed, written, dropped_input, dropped_output, reconnects)
 
     def whole(self) -> dict[str, float | None]:
         """p50 / p95 / max latency and processing time over the whole session, from the histograms (1-ms bins)."""
@@ -78,5 +80,7 @@ def _percentiles(histogram: np.ndarray, name: str) -> dict[str, float | None]:
 
 
 def status_line(snapshot: Snapshot, step: str) -> str:
+    reconnects = snapshot.reconnects
+    resumed = f", {reconnects} reconnect{'s' if reconnects != 1 else ''}" if reconnects else ""
     return (f"live: {snapshot.fps:.1f} fps, latency p50 {snapshot.p50_ms:.0f} ms p95 {snapshot.p95_ms:.0f} ms, "
-            f"dropped {snapshot.dropped_input} in / {snapshot.dropped_output} out, {step}")
+            f"dropped {snapshot.dropped_input} in / {snapshot.dropped_output} out{resumed}, {step}")

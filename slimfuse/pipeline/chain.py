@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -33,6 +34,8 @@ from slimfuse.processors.mesh_swap import MeshSwapOptions
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 
 TOPOLOGY = "face_mesh_topology"
+Stage = Literal["swapper", "face_enhancer"]
+"""A face processor's place in the chain: what switches it off and on while frames go through (live mode)."""
 
 
 @dataclass(frozen=True)
@@ -82,23 +85,24 @@ class ChainSpec:
         """The processors on the run's pool; face_size, pixel_boost and frame_tile as the run's plan capped them."""
         topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
         masker = _masker(self.masks, pool, topology)
-        processors: list[FaceProcessor] = []
+        processors: list[tuple[Stage, FaceProcessor]] = []
         if self.swapper is None:
             swap = config.swap
             options = MeshSwapOptions(keep_mouth=swap.keep_mouth, keep_eyes=swap.keep_eyes, eye_region=swap.eye_region,
                                       keep_occluders=swap.keep_occluders,
                                       remove_source_glasses=swap.remove_source_glasses, blend=swap.blend)
-            processors.append(MeshSwapProcessor(topology, options, face_size))
+            processors.append(("swapper", MeshSwapProcessor(topology, options, face_size)))
         else:
             try:
-                processors.append(OnnxSwapProcessor(pool, self.swapper, pixel_boost, masker, batcher))
+                processors.append(("swapper", OnnxSwapProcessor(pool, self.swapper, pixel_boost, masker, batcher)))
             except ValueError as exc:
                 raise UsageError(detail=f"--face-swapper-model {self.swapper}: {exc}") from exc
         if self.face_enhancer is not None:
             enhance = config.enhance
             try:
-                processors.append(EnhanceProcessor(pool, self.face_enhancer, enhance.face_enhancer_blend,
-                                                   enhance.face_enhancer_weight, masker.for_enhancer(), batcher))
+                processors.append(("face_enhancer", EnhanceProcessor(
+                    pool, self.face_enhancer, enhance.face_enhancer_blend, enhance.face_enhancer_weight,
+                    masker.for_enhancer(), batcher)))
             except ValueError as exc:
                 raise UsageError(detail=f"--face-enhancer-model {self.face_enhancer}: {exc}") from exc
         frame = None if self.frame_enhancer is None else _frame_enhance_options(config, frame_tile)
@@ -106,12 +110,15 @@ class ChainSpec:
 
 
 class Chain:
-    """The built processors of a run. `prepare` once a run; `render` for each batch of frames."""
+    """The built processors of a run. `prepare` once a run; `render` for each batch of frames. A stage switched off
+    (`switch`) passes its faces through untouched until it is switched on again."""
 
-    def __init__(self, pool: ModelPool, processors: list[FaceProcessor], frame_model: str | None,
+    def __init__(self, pool: ModelPool, processors: Sequence[tuple[Stage, FaceProcessor]], frame_model: str | None,
                  frame_options: FrameEnhanceOptions | None, residency: Residency) -> None:
         self.pool = pool
-        self.processors = processors
+        self.stages: tuple[Stage, ...] = tuple(stage for stage, _ in processors)
+        self.processors: list[FaceProcessor] = [processor for _, processor in processors]
+        self._off: set[Stage] = set()
         self.frame_model = frame_model
         self.frame_options = frame_options
         self.residency = residency
@@ -134,6 +141,37 @@ class Chain:
             if isinstance(processor, MeshSwapProcessor):
                 processor.max_face_size = face_size
 
+    def has(self, stage: Stage) -> bool:
+        return stage in self.stages
+
+    def is_on(self, stage: Stage) -> bool:
+        return self.has(stage) and stage not in self._off
+
+    def switch(self, stage: Stage, on: bool) -> None:
+        """Run the stage's processor (on) or skip it (off) from the next frame on. ValueError for a stage the chain
+        does not have."""
+        if not self.has(stage):
+            raise ValueError(f"the chain has no {stage.replace('_', ' ')}")
+        if on:
+            self._off.discard(stage)
+        else:
+            self._off.add(stage)
+
+    @property
+    def can_keep_mouth(self) -> bool:
+        """Whether the chain's swapper can keep the target's mouth or swap it while frames go through (the mesh
+        swapper; a neural swapper's paste-back masks have no mouth of their own)."""
+        return any(isinstance(processor, MeshSwapProcessor) for processor in self.processors)
+
+    def keep_mouth(self, keep: bool) -> None:
+        """Keep the target's mouth interior (or swap it too) from the next frame on. ValueError when the chain's
+        swapper cannot (see can_keep_mouth)."""
+        if not self.can_keep_mouth:
+            raise ValueError("the swapper cannot keep the target's mouth")
+        for processor in self.processors:
+            if isinstance(processor, MeshSwapProcessor):
+                processor.keep_mouth(keep)
+
     def prepare(self, photos: Sequence[SourcePhoto]) -> list[object]:
         """Each processor's state from the source photos (a texture, an embedding); every model is loaded and
         checked here, before any frame is worked on."""
@@ -150,7 +188,9 @@ class Chain:
         """Each frame with its targets processed, frames in order: each processor runs over the whole chunk (its
         crops batched together) before the next, then the frame enhancer over each frame."""
         frames = [rgb for rgb, _ in chunk]
-        for index, (processor, state) in enumerate(zip(self.processors, prepared, strict=True)):
+        for index, (stage, processor, state) in enumerate(zip(self.stages, self.processors, prepared, strict=True)):
+            if stage in self._off:
+                continue
             placed: list[tuple[int, FaceCrop, Slot]] = []
             fresh: list[tuple[FaceCrop, Slot]] = []
             for number, (_, targets) in enumerate(chunk):

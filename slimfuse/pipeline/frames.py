@@ -73,6 +73,17 @@ class FrameLoop:
         """Swap each frame's targets into it, frames in order, each processor over the whole chunk at once."""
         return self.chain.render(chunk, self.prepared, self.reuse)
 
+    def use_sources(self, prepared: Sequence[object]) -> None:
+        """Swap another person in from the next frame on (the processors' state from Run.prepare_sources); no face
+        generated from the last one is reused."""
+        self.prepared = prepared
+        self.reuse.clear()
+
+    def forget_generated(self) -> None:
+        """The chain now makes other faces (a processor switched on or off, other swap options): no face generated
+        before is reused."""
+        self.reuse.clear()
+
     def tune(self, face_size: int, detect_interval: int) -> None:
         """Change the processing size and the detection interval while frames go through (the live latency
         ladder); the next frame uses them."""

@@ -91,6 +91,12 @@ class ReuseCache:
                 self._entries[key] = _Entry(probe=current, slot=slot)
             return Claim(slot, fresh=True)
 
+    def clear(self) -> None:
+        """Drop every kept result: what made them changed (another source face, other swap options), so none may
+        be pasted again."""
+        with self._lock:
+            self._entries.clear()
+
     def forget(self, live_tracks: set[int]) -> None:
         """Drop the entries of tracks that ended, so memory stays flat over a long video."""
         with self._lock:

@@ -48,6 +48,11 @@ class SourceImage:
     label: str
     rgb: np.ndarray
 
+    @classmethod
+    def read(cls, path: Path) -> SourceImage:
+        """The photo at `path` (typed errors naming it when it is missing or cannot be read)."""
+        return cls(str(path), read_image(path).rgb)
+
 
 @dataclass
 class Run:
@@ -86,20 +91,27 @@ class Run:
     def prepare(self, keep_identity: bool) -> list[object]:
         """Each processor's state from the source photos, computed once a run; then the models only preparation
         used are released (the identity model too unless `keep_identity`)."""
-        if self._prepared is not None:
-            return self._prepared
+        if self._prepared is None:
+            self._prepared = self.prepare_sources(self._source_images(), keep_identity)
+        return self._prepared
+
+    def prepare_sources(self, sources: Sequence[SourceImage], keep_identity: bool = True) -> list[object]:
+        """Each processor's state from these photos of one person, on the run's pool (nothing but what preparing
+        needs is loaded again): the -s photos' (`prepare` keeps it), or another person's to switch to while
+        frames go through (FrameLoop.use_sources; its caller keeps it). NoSourceFaceError naming the first photo
+        without a face."""
         found: list[tuple[SourceImage, Face]] = []
-        for source in self._source_images():
+        for source in sources:
             faces = self.analyser.faces(source.rgb)
             if not faces:
                 raise NoSourceFaceError(Path(source.label))
             found.append((source, faces[0]))
         if len(found) > 1:
             self._warn_if_mixed_identities(found)
-        self._prepared = self.chain.prepare([SourcePhoto(image=source.rgb, face=face) for source, face in found])
+        prepared = self.chain.prepare([SourcePhoto(image=source.rgb, face=face) for source, face in found])
         self.residency.after_sources(self.chain.preparation_models,
                                      recognizer_models(self.config.faces.face_recognizer_model), keep_identity)
-        return self._prepared
+        return prepared
 
     def loop(self, prepared: Sequence[object], reference: np.ndarray | None = None) -> FrameLoop:
         """A fresh frame loop (tracks, selection, reuse) for one target or stream. reference: an RGB photo of the
@@ -125,7 +137,7 @@ class Run:
 
     def _source_images(self) -> Sequence[SourceImage]:
         if self._sources is None:
-            self._sources = [SourceImage(str(path), read_image(path).rgb) for path in self.config.sources]
+            self._sources = [SourceImage.read(path) for path in self.config.sources]
         return self._sources
 
     def _warn_if_mixed_identities(self, found: list[tuple[SourceImage, Face]]) -> None:

@@ -5,7 +5,10 @@ the swapped frame back with the same stamp.
 The session is planned like a job (the source photo, the client's options, the server's budget) and held in the
 job store while it runs, so its planned peak counts against --memory-budget beside the running jobs: one that
 cannot fit is refused with the reason. The swap runs in a process of its own (slimfuse.serve.live_worker); this
-process only relays.
+process only relays, and checks the page's controls (text messages: `{"swap": false}`, `{"selector_mode":
+"many"}`, `{"keep_mouth": false}`, `{"enhancer": false}`, `{"source": ASSET}`) before they reach the worker: a
+source is one of this user's own uploaded images (POST /v1/assets, within --max-upload-mb), another user's is
+answered like a missing one. The worker's lines (`{"ready": ...}`, `{"notice": ...}`) go to the page as text.
 """
 from __future__ import annotations
 
@@ -13,12 +16,13 @@ import asyncio
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from slimfuse.errors import SlimfuseError
-from slimfuse.serve.live_worker import CONTROL, HEADER
+from slimfuse.serve.live_worker import CONTROL, HEADER, STAMP
 from slimfuse.serve.planning import job_options, plan_job
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
@@ -69,7 +73,7 @@ async def live(socket: WebSocket, source: str, options: str = "{}") -> None:
                                                   stdout=asyncio.subprocess.PIPE)
     beat = asyncio.create_task(_heartbeat(store, held.id, holder))
     try:
-        await _relay(socket, worker)
+        await _relay(socket, worker, lambda text: _checked_control(text, store, user))
     finally:
         beat.cancel()
         if worker.returncode is None:
@@ -80,25 +84,29 @@ async def live(socket: WebSocket, source: str, options: str = "{}") -> None:
             await socket.close()
 
 
-async def _relay(socket: WebSocket, worker: asyncio.subprocess.Process) -> None:
+async def _relay(socket: WebSocket, worker: asyncio.subprocess.Process,
+                 check: Callable[[str], tuple[dict[str, Any] | None, str | None]]) -> None:
     assert worker.stdin is not None and worker.stdout is not None
-    if await _answer(worker) is None:  # "ready": models loaded, source prepared
+    if not await _ready(socket, worker):  # models loaded, source prepared
         await _refuse(socket, 1011, "InternalError", "the live worker could not start")
         return
-    await socket.send_text(json.dumps({"ready": True}))
     try:
         while True:
             message = await socket.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            if message.get("text") is not None:  # a control: {"swap": false}
-                control = CONTROL + message["text"].encode()
-                worker.stdin.write(HEADER.pack(len(control)) + control)
+            if message.get("text") is not None:  # a control
+                control, refusal = check(message["text"])
+                if refusal is not None:
+                    await socket.send_text(json.dumps({"notice": refusal, "level": "warning"}))
+                if control:
+                    payload = CONTROL + json.dumps(control).encode()
+                    worker.stdin.write(HEADER.pack(len(payload)) + payload)
                 continue
             frame = message["bytes"]
             worker.stdin.write(HEADER.pack(len(frame)) + frame)
             await worker.stdin.drain()
-            answer = await _answer(worker)
+            answer = await _answer(socket, worker)
             if answer is None:
                 return
             await socket.send_bytes(answer)
@@ -106,7 +114,46 @@ async def _relay(socket: WebSocket, worker: asyncio.subprocess.Process) -> None:
         return  # the page went away: end the session
 
 
-async def _answer(worker: asyncio.subprocess.Process) -> bytes | None:
+def _checked_control(text: str, store: JobStore, user: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The page's control as the worker takes it (only known keys, of their types; a source as the path of this
+    user's own image), and why a part of it was refused (None: nothing was)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None, "a control is a JSON object"
+    if not isinstance(data, dict):
+        return None, "a control is a JSON object"
+    control: dict[str, Any] = {key: data[key] for key in ("swap", "keep_mouth", "enhancer")
+                               if isinstance(data.get(key), bool)}
+    if data.get("selector_mode") in ("one", "many"):
+        control["selector_mode"] = data["selector_mode"]
+    refusal = None
+    if "source" in data:
+        asset = store.asset(user, str(data["source"])) if isinstance(data["source"], str) else None
+        if asset is None or asset["kind"] != "image":
+            refusal = f"no source image {data['source']}"
+        else:
+            control.update(source_path=str(store.asset_path(asset)), source_name=asset["name"] or asset["id"])
+    return control, refusal
+
+
+async def _ready(socket: WebSocket, worker: asyncio.subprocess.Process) -> bool:
+    """Whether the worker started (its first message, `{"ready": ...}`, goes to the page)."""
+    payload = await _next(worker)
+    if payload is None or payload[:STAMP] != CONTROL:
+        return False
+    await socket.send_text(payload[STAMP:].decode())
+    return True
+
+
+async def _answer(socket: WebSocket, worker: asyncio.subprocess.Process) -> bytes | None:
+    """The worker's next frame (None once it has ended); its lines before it go to the page."""
+    while (payload := await _next(worker)) is not None and payload[:STAMP] == CONTROL:
+        await socket.send_text(payload[STAMP:].decode())
+    return payload
+
+
+async def _next(worker: asyncio.subprocess.Process) -> bytes | None:
     assert worker.stdout is not None
     try:
         head = await worker.stdout.readexactly(HEADER.size)

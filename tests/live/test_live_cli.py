@@ -31,3 +31,15 @@ def test_a_bad_capture_size_is_a_usage_error(capsys: pytest.CaptureFixture[str],
     assert main(["live", "-s", str(astronaut_path), "--input-size", "640"]) == 2
     assert re.search(r"--input-size: not a size like 640x480: 640; see slimfuse live --help$",
                      capsys.readouterr().err.strip())
+
+
+def test_a_missing_switch_source_is_exit_3_before_any_model(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                             astronaut_path: Path) -> None:
+    missing = tmp_path / "other.jpg"
+    assert main(["live", "-s", str(astronaut_path), "--switch-source", str(missing), "--input", str(astronaut_path)]) == 3
+    assert capsys.readouterr().err.strip() == f"slimfuse: {missing}: file not found"
+
+
+def test_a_negative_reconnect_is_a_usage_error(capsys: pytest.CaptureFixture[str], astronaut_path: Path) -> None:
+    assert main(["live", "-s", str(astronaut_path), "--reconnect", "-1"]) == 2
+    assert re.search(r"--reconnect: must be 0 or more, got -1; see slimfuse live --help$", capsys.readouterr().err.strip())

@@ -1,6 +1,8 @@
 """The live page in headless Chromium with a fake camera (a y4m of the packaged photo, its face moving): frames go
 to the server over the WebSocket and come back swapped, with the source's face in them; the page's own fps and
-camera-to-screen latency are read. A session that cannot fit the server's memory budget is refused with the reason.
+camera-to-screen latency are read; its controls change the running session (swap, another source face uploaded
+from the page, within --max-upload-mb, the selector mode, the mouth; the face enhancer greyed out where the server
+runs none). A session that cannot fit the server's memory budget is refused with the reason.
 SLIMFUSE_SCREENSHOTS=DIR also keeps the screenshots there (docs/live)."""
 from __future__ import annotations
 
@@ -44,11 +46,12 @@ def _source(base: str, path: Path) -> str:
 
 
 @contextmanager
-def _live_page(folder: Path, source_path: Path, camera: list[np.ndarray], budget_mb: float) -> Iterator[object]:
-    """The live page of a fresh server (one worker, this budget), opened with the source uploaded and started, the
-    fake camera playing `camera`."""
+def _live_page(folder: Path, source_path: Path, camera: list[np.ndarray], budget_mb: float,
+               *options: str) -> Iterator[object]:
+    """The live page of a fresh server (one worker, this budget, these options), opened with the source uploaded
+    and started, the fake camera playing `camera`."""
     y4m = write_y4m(folder / "camera.y4m", camera)
-    with running_server(folder / "data", "--memory-budget", f"{budget_mb:g}", workers=1) as (_, base), \
+    with running_server(folder / "data", "--memory-budget", f"{budget_mb:g}", *options, workers=1) as (_, base), \
             playwright.sync_playwright() as driver:
         source = _source(base, source_path)
         browser = driver.chromium.launch(executable_path=str(CHROMIUM), headless=True,
@@ -62,23 +65,55 @@ def _live_page(folder: Path, source_path: Path, camera: list[np.ndarray], budget
             browser.close()
 
 
-def test_the_browser_camera_comes_back_swapped(tmp_path: Path, astronaut_path: Path, grace_hopper: np.ndarray,
-                                               astronaut: np.ndarray, pool: ModelPool) -> None:
-    with _live_page(tmp_path, astronaut_path, moving_face(grace_hopper, 90), budget_mb=1500) as page:
+def _said(page: object, text: str) -> None:
+    """Wait for the session's line that starts with `text` to be shown on the page."""
+    page.wait_for_function("(text) => window.liveStats.notices.some((line) => line.startsWith(text))",  # type: ignore[attr-defined]
+                           arg=text)
+
+
+def _next_frames(page: object, count: int = 10) -> np.ndarray:
+    """The picture once `count` more frames came back."""
+    seen = page.evaluate("() => window.liveStats.frames")  # type: ignore[attr-defined]
+    page.wait_for_function(f"() => window.liveStats.frames >= {seen + count}")  # type: ignore[attr-defined]
+    data = page.evaluate(RESULT_PNG)  # type: ignore[attr-defined]
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data.split(",", 1)[1]))).convert("RGB"))
+
+
+def test_the_browser_camera_comes_back_swapped_and_follows_the_controls(
+        tmp_path: Path, astronaut_path: Path, grace_hopper_path: Path, grace_hopper: np.ndarray,
+        astronaut: np.ndarray, pool: ModelPool) -> None:
+    big = tmp_path / "big.png"  # noise does not compress: over the server's 1 MB
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (700, 700, 3), np.uint8)).save(big)
+    with _live_page(tmp_path, astronaut_path, moving_face(grace_hopper, 90), 1500, "--max-upload-mb", "1") as page:
         page.wait_for_function("() => window.liveStats.frames >= 60")
         stats = page.evaluate("() => ({fps: window.liveStats.fps, p50: window.liveStats.p50, "
                               "p95: window.liveStats.p95})")
-        result = page.evaluate(RESULT_PNG)
+        swapped = _next_frames(page, 1)
         shot(page, "1-live", tmp_path)
+        assert page.is_disabled("#enhancer") and page.is_checked("#mouth")  # the server runs no face enhancer
         page.uncheck("#swap")  # a control while it runs: the camera comes back as it is
-        seen = page.evaluate("() => window.liveStats.frames")
-        page.wait_for_function(f"() => window.liveStats.frames >= {seen + 10}")
-        plain = page.evaluate(RESULT_PNG)
-    swapped, unswapped = (np.asarray(Image.open(io.BytesIO(base64.b64decode(data.split(",", 1)[1]))).convert("RGB"))
-                          for data in (result, plain))
+        _said(page, "swap off")
+        unswapped = _next_frames(page)
+        page.check("#swap")
+        _said(page, "swap on")
+        page.set_input_files("#another-source", str(big))
+        _said(page, "big.png: the upload is larger than --max-upload-mb 1 MB")
+        page.set_input_files("#another-source", str(grace_hopper_path))
+        _said(page, "source face 2 of 2: grace_hopper.jpg")
+        switched = _next_frames(page)
+        page.select_option("#selector", "many")
+        _said(page, "face selector mode many")
+        page.uncheck("#mouth")
+        _said(page, "mouth: swapped with the face")
+        notices = page.evaluate("() => window.liveStats.notices")
+    source, other = _identity(pool, astronaut), _identity(pool, grace_hopper)
     assert swapped.shape == (480, 640, 3)
-    assert distance(_identity(pool, swapped), _identity(pool, astronaut)) < SAME_PERSON_DISTANCE
-    assert distance(_identity(pool, unswapped), _identity(pool, grace_hopper)) < SAME_PERSON_DISTANCE
+    assert distance(_identity(pool, swapped), source) < SAME_PERSON_DISTANCE < distance(_identity(pool, swapped), other)
+    assert distance(_identity(pool, unswapped), other) < SAME_PERSON_DISTANCE
+    assert distance(_identity(pool, switched), other) < SAME_PERSON_DISTANCE < distance(_identity(pool, switched), source)
+    assert notices == ["swap off", "swap on", "big.png: the upload is larger than --max-upload-mb 1 MB",
+                       "source face 2 of 2: grace_hopper.jpg", "face selector mode many",
+                       "mouth: swapped with the face"], notices
     assert stats["fps"] > 3 and 0 < stats["p50"] <= stats["p95"] < 1000, stats
     print(f"browser round trip: {stats}")
 

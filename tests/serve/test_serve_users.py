@@ -1,13 +1,18 @@
 """Users: bearer tokens, each user's own assets and jobs, per-user limits, and the loopback-only open mode."""
 from __future__ import annotations
 
+import asyncio
+import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from served import create_token, finish, child_env, samples, serving, submit, upload
 
+from slimfuse.serve.live_socket import _checked_control
 from slimfuse.serve.store import JobStore
+from slimfuse.serve.uploads import receive
 
 
 def test_tokens_separate_users(tmp_path: Path) -> None:
@@ -63,3 +68,21 @@ def test_old_files_expire(tmp_path: Path) -> None:
                      "bytes": 1, "width": 1, "height": 1, "frames": None, "created": 0.0})
     assert sweep(store, retention_hours=24) == [path]
     assert not path.exists() and store.asset("local", "0123456789abcdef0123") is None
+
+
+def test_a_live_control_reaches_the_worker_only_with_the_users_own_upload(tmp_path: Path) -> None:
+    store = JobStore(tmp_path)
+    _, grace_hopper = samples()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield grace_hopper.read_bytes()
+
+    asset = asyncio.run(receive(store, "bob", chunks(), "grace.jpg", 1 << 20))
+    asked = json.dumps({"source": asset["id"], "keep_mouth": False})
+    assert _checked_control(asked, store, "alice") == ({"keep_mouth": False}, f"no source image {asset['id']}")
+    assert _checked_control(asked, store, "bob") == (
+        {"keep_mouth": False, "source_path": str(store.asset_path(asset)), "source_name": "grace.jpg"}, None)
+    # Only known keys of their types go on: a path from the page never reaches the worker.
+    forged = json.dumps({"source_path": "/etc/passwd", "swap": "yes", "selector_mode": "reference", "enhancer": True})
+    assert _checked_control(forged, store, "bob") == ({"enhancer": True}, None)
+    assert _checked_control("[1]", store, "bob") == (None, "a control is a JSON object")

@@ -1,10 +1,12 @@
 // The live page: the camera's newest frame goes to the server as a JPEG over a WebSocket (an 8-byte stamp, then
 // the JPEG), one frame in flight; the swapped frame comes back with the same stamp, so each round trip is timed.
+// The controls go as text ({"swap": false}, {"source": ASSET}, ...); the server's lines come back as text:
+// {"ready": true, ...} once (what this session can change), then {"notice": ..., "level": ...}.
 "use strict";
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const WINDOW = 120; // frames the figures cover
-const stats = { frames: 0, latencies: [], arrivals: [], fps: 0, p50: 0, p95: 0 };
+const stats = { frames: 0, latencies: [], arrivals: [], fps: 0, p50: 0, p95: 0, notices: [] };
 window.liveStats = stats;
 let socket = null;
 
@@ -20,15 +22,40 @@ function fail(message) {
   $("stop").disabled = true;
 }
 
-async function uploadSource() {
-  if (params.get("source")) return params.get("source");
-  const file = $("source-file").files[0];
-  if (!file) throw new Error("choose a source photo first");
+async function upload(file) {
   const headers = token() ? { Authorization: `Bearer ${token()}` } : {};
   const response = await fetch(`/v1/assets?name=${encodeURIComponent(file.name)}`, { method: "POST", body: file, headers });
   const body = await response.json();
   if (!response.ok) throw new Error(body.message || response.statusText);
   return body.id;
+}
+
+async function uploadSource() {
+  if (params.get("source")) return params.get("source");
+  const file = $("source-file").files[0];
+  if (!file) throw new Error("choose a source photo first");
+  return upload(file);
+}
+
+function notice(text) {
+  stats.notices.push(text);
+  $("notice").textContent = text;
+}
+
+function control(message) {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+}
+
+function ready(message) {
+  $("controls").disabled = false;
+  $("selector").value = message.selector_mode === "many" ? "many" : "one";
+  $("mouth").checked = message.keep_mouth === true;
+  $("mouth").disabled = message.keep_mouth === null;
+  $("mouth").title = message.keep_mouth === null ? "this swapper's masks keep no mouth" : "";
+  $("enhancer").checked = message.enhancer;
+  $("enhancer").disabled = !message.enhancer;
+  $("enhancer").title = message.enhancer ? "" : "the server runs no face enhancer";
+  if (!$("swap").checked) control({ swap: false });
 }
 
 function percentile(values, share) {
@@ -92,11 +119,16 @@ async function start() {
       if (typeof event.data !== "string") { show(event.data, grab); return; }
       const message = JSON.parse(event.data);
       if (message.error) { fail(message.message); return; }
+      if (message.notice) { notice(message.notice); return; }
+      ready(message);
       $("state").textContent = "Live.";
       $("stop").disabled = false;
       sendFrame(grab);
     };
-    socket.onclose = () => { if ($("state").textContent === "Live.") $("state").textContent = "Stopped."; };
+    socket.onclose = () => {
+      $("controls").disabled = true;
+      if ($("state").textContent === "Live.") $("state").textContent = "Stopped.";
+    };
   } catch (error) {
     fail(error.message || String(error));
   }
@@ -112,8 +144,19 @@ function stop() {
 }
 
 $("start").addEventListener("click", start);
-$("swap").addEventListener("change", () => {
-  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ swap: $("swap").checked }));
+$("swap").addEventListener("change", () => control({ swap: $("swap").checked }));
+$("selector").addEventListener("change", () => control({ selector_mode: $("selector").value }));
+$("mouth").addEventListener("change", () => control({ keep_mouth: $("mouth").checked }));
+$("enhancer").addEventListener("change", () => control({ enhancer: $("enhancer").checked }));
+$("another-source").addEventListener("change", async () => {
+  const file = $("another-source").files[0];
+  if (!file) return;
+  try {
+    control({ source: await upload(file) });
+  } catch (error) {
+    notice(`${file.name}: ${error.message || String(error)}`);
+  }
+  $("another-source").value = "";
 });
 $("stop").addEventListener("click", stop);
 if (params.get("autostart")) start();
