@@ -55,6 +55,19 @@ def graph_model(name: str, nodes: Sequence[onnx.NodeProto], inputs: Sequence[onn
     return model
 
 
+def image_model(name: str, op: str, constant: float | None = None) -> onnx.ModelProto:
+    """A model of `name`'s catalog signature (one image in, one of the same shape out) made of a single `op` on its
+    input (with `constant` as its second operand: Mul by 0.9, say)."""
+    spec = spec_of(name)
+    assert spec.io is not None
+    tensor = spec.io.inputs[0]
+    value = helper.make_tensor_value_info(tensor.name, TensorProto.FLOAT, list(tensor.shape))
+    out = helper.make_tensor_value_info(spec.io.outputs[0].name, TensorProto.FLOAT, list(tensor.shape))
+    operands = [tensor.name] if constant is None else [tensor.name, "constant"]
+    inits = [] if constant is None else [numpy_helper.from_array(np.array(constant, np.float32), "constant")]
+    return graph_model(name, [helper.make_node(op, operands, [out.name])], [value], [out], inits)
+
+
 def _model(spec: ModelSpec, nodes: Sequence[onnx.NodeProto], initializers: Sequence[onnx.TensorProto],
            free_batch: bool, inputs: Sequence[TensorSpec] | None = None) -> onnx.ModelProto:
     assert spec.io is not None

@@ -226,27 +226,30 @@ def run(seconds: float = 20.0, soak_seconds: float = 600.0, json_path: Path | No
 
 
 def markdown_table(rows: list[Row], seconds: float) -> str:
-    lines = ["| size | frames/s | input frames | dropped | latency p50 ms | latency p95 ms | swap p50 ms | ladder "
-             "(final step, changes) | goal |", "|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row.size} | {row.processed_fps:.1f} | {row.input_frames} | {row.dropped} | "
-                     f"{row.latency_p50_ms} | {row.latency_p95_ms} | {row.processing_p50_ms} | {row.final_step}, "
-                     f"{row.ladder_changes} | {row.goal} |")
-    lines.append(f"\n{seconds:g} s per size, a 30 fps clip looped at its own rate; the mesh swapper; latency from a "
-                 "frame's arrival (decoded) to its output, in 1-ms bins.")
-    return "\n".join(lines)
+    header = ("size", "frames/s", "input frames", "dropped", "latency p50 ms", "latency p95 ms", "swap p50 ms",
+              "ladder (final step, changes)", "goal")
+    cells = [(row.size, f"{row.processed_fps:.1f}", row.input_frames, row.dropped, row.latency_p50_ms,
+              row.latency_p95_ms, row.processing_p50_ms, f"{row.final_step}, {row.ladder_changes}", row.goal)
+             for row in rows]
+    return _markdown(header, cells, f"{seconds:g} s per size, a 30 fps clip looped at its own rate; the mesh swapper; "
+                                    "latency from a frame's arrival (decoded) to its output, in 1-ms bins.")
 
 
 def neural_table(rows: list[NeuralRow], seconds: float, weights: str) -> str:
-    lines = ["| camera | setting | reuse | frames/s | dropped | latency p50 ms | latency p95 ms | swap p50 ms | faces "
-             "generated / reused | final step |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row.camera} | {row.setting} | {'on' if row.reuse else 'off'} | {row.processed_fps:.2f} | "
-                     f"{row.dropped} | {row.latency_p50_ms} | {row.latency_p95_ms} | {row.processing_p50_ms} | "
-                     f"{row.generated} / {row.reused} | {row.final_step} |")
-    lines.append(f"\n{seconds:g} s per row at {NEURAL_SIZE[0]}x{NEURAL_SIZE[1]}, a 30 fps clip looped at its own "
-                 f"rate; {NEURAL_MODELS[0]} with {NEURAL_MODELS[1]} ({weights}), models loaded once per row.")
-    return "\n".join(lines)
+    header = ("camera", "setting", "reuse", "frames/s", "dropped", "latency p50 ms", "latency p95 ms", "swap p50 ms",
+              "faces generated / reused", "final step")
+    cells = [(row.camera, row.setting, "on" if row.reuse else "off", f"{row.processed_fps:.2f}", row.dropped,
+              row.latency_p50_ms, row.latency_p95_ms, row.processing_p50_ms, f"{row.generated} / {row.reused}",
+              row.final_step) for row in rows]
+    return _markdown(header, cells, f"{seconds:g} s per row at {NEURAL_SIZE[0]}x{NEURAL_SIZE[1]}, a 30 fps clip "
+                                    f"looped at its own rate; {NEURAL_MODELS[0]} with {NEURAL_MODELS[1]} ({weights}), "
+                                    "models loaded once per row.")
+
+
+def _markdown(header: tuple[str, ...], cells: list[tuple[object, ...]], note: str) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in cells]
+    return "\n".join([*lines, "", note])
 
 
 def plot(histograms: dict[str, np.ndarray], soaked: Soak | None, path: Path) -> None:

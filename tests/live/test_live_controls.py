@@ -12,7 +12,6 @@ import cv2
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
 from PIL import Image
 
 import neural_models as nm
@@ -147,12 +146,7 @@ def test_the_mouth_region_follows_the_mouth_control(run_of, grace_hopper_path: P
 
 def _negative_enhancer(name: str = "gfpgan_1.4") -> onnx.ModelProto:
     """An enhancer whose face is the negative of its input: where it ran shows."""
-    spec = nm.spec_of(name)
-    assert spec.io is not None
-    tensor = spec.io.inputs[0]
-    value = helper.make_tensor_value_info(tensor.name, TensorProto.FLOAT, list(tensor.shape))
-    out = helper.make_tensor_value_info(spec.io.outputs[0].name, TensorProto.FLOAT, list(tensor.shape))
-    return nm.graph_model(name, [helper.make_node("Neg", [tensor.name], [out.name])], [value], [out])
+    return nm.image_model(name, "Neg")
 
 
 def test_the_face_enhancer_runs_only_while_it_is_on(models_dir: Path, run_of, astronaut_path: Path,  # type: ignore[no-untyped-def]
