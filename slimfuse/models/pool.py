@@ -62,8 +62,9 @@ class _Entry:
 class ModelPool:
     def __init__(self, store: Store, runtime: RuntimeOptions = RuntimeOptions(), budget_bytes: int | None = None,
                  notify: Notify | None = None, variants: Mapping[str, str] | None = None,
-                 cpu_only: Iterable[str] = ()) -> None:
-        """cpu_only: catalog models whose sessions run on the CPU whatever the providers (a memory level's)."""
+                 cpu_only: Iterable[str] = (), threads: Mapping[str, int] | None = None) -> None:
+        """cpu_only: catalog models whose sessions run on the CPU whatever the providers (a memory level's);
+        threads: catalog models whose sessions take this many intra-op threads instead of the runtime's."""
         self.store = store
         self.variants: dict[str, str] = dict(variants or {})
         """Catalog name -> the variant (NAME.VARIANT) loaded in its place."""
@@ -81,6 +82,7 @@ class ModelPool:
         self._released: list[str] = []
         self._cpu_planned = frozenset(self.variants.get(name, name) for name in cpu_only)
         self._cpu_only: set[str] = set(self._cpu_planned)
+        self._threads: dict[str, int] = dict(threads or {})
         self._peak = 0
         self._prepared = PreparedModels(store.home / FOLDER, self.notify)
         # Missing providers are reported (or refused, with --strict-provider) before anything is loaded or written.
@@ -179,6 +181,8 @@ class ModelPool:
         spec = self.store.catalog.get(base)
         with self._cond:
             runtime = replace(self.runtime, providers=("cpu",)) if name in self._cpu_only else self.runtime
+        if base in self._threads:
+            runtime = replace(runtime, intra_op_threads=self._threads[base])
         loaded, runtime = self._prepared.session_input(name, path, runtime)
         try:
             session = create_session(loaded, runtime, self.provider_report, LOG.warning, name)

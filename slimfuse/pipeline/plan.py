@@ -32,6 +32,8 @@ class RunPlan:
     """Models that run on the CPU whatever the provider (the light analysis models, at a level that says so)."""
     generators: tuple[str, ...]
     """The swappers and enhancers among `models` (the ones a memory level makes take turns)."""
+    generator_threads: int | None
+    """The generators' intra-op threads where they differ from `runtime`'s (0: one per core), else None."""
     face_size: int
     """--target-face-size with the level's cap."""
     pixel_boost: int | None
@@ -41,6 +43,7 @@ class RunPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"variants": dict(self.variants), "cpu_only": list(self.cpu_only), "face_size": self.face_size,
+                "generator_threads": self.generator_threads,
                 "pixel_boost": self.pixel_boost, "frame_tile": self.frame_tile, **self.memory.to_dict()}
 
 
@@ -68,6 +71,7 @@ def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: P
         models=models, memory=memory, variants=tuple(sorted(variants.items())),
         cpu_only=_cpu_only(config, models, store),
         generators=tuple(name for name in models if store.catalog.get(name).kind in GENERATOR_KINDS),
+        generator_threads=_generator_threads(config, level, video),
         face_size=config.swap.target_face_size if face_cap is None else min(config.swap.target_face_size, face_cap),
         pixel_boost=boost if face_cap is None or boost is None else min(boost, face_cap),
         frame_tile=memory.frame_tile(tile), runtime=_runtime_options(config, level, video))
@@ -92,6 +96,16 @@ def _runtime_options(config: RunConfig, level: MemoryLevel, video: bool) -> Runt
         arena_extend_strategy=runtime.execution_arena_extend_strategy,
         cudnn_conv_algo_search=runtime.execution_cudnn_conv_algo_search,
         tensorrt_fp16=runtime.execution_tensorrt_fp16, tensorrt_cache_dir=runtime.execution_tensorrt_cache_dir)
+
+
+def _generator_threads(config: RunConfig, level: MemoryLevel, video: bool) -> int | None:
+    """Every core for the generators of a video at a chunked level: there each processor runs over a chunk while
+    nothing else of the frame path does (analysis waits for the next chunk, one render thread), so a generator on
+    one thread would leave the other cores idle. The analysis models stay on one: on every core, threads cost
+    those small models more than they gain. None where the run's own setting applies."""
+    if not video or not level.chunked or config.runtime.execution_thread_count != 0:
+        return None
+    return 0
 
 
 def _memory_plan(config: RunConfig, models: tuple[str, ...], variants: dict[str, str], store: Store,

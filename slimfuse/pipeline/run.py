@@ -218,8 +218,9 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     if report is not None:
         report.plan = plan
     gate_variants(store, plan.variants, store.notify)
+    threads = {} if plan.generator_threads is None else dict.fromkeys(plan.generators, plan.generator_threads)
     pool = ModelPool(store, plan.runtime, budget_bytes=plan.memory.pool_budget_bytes, variants=dict(plan.variants),
-                     cpu_only=plan.cpu_only)
+                     cpu_only=plan.cpu_only, threads=threads)
     memory = plan.memory
     batcher = AdaptiveBatcher(pool, memory.batch_sizes(), memory.batch_size, store.notify, memory.refine_within_bytes)
     if report is not None:

@@ -32,9 +32,9 @@ def _config(*options: str) -> tuple[RunConfig, argparse.Namespace]:
     return config_from_args(args), args
 
 
-def _plan(store: Store, *options: str) -> RunPlan:
+def _plan(store: Store, *options: str, target: Path | None = None) -> RunPlan:
     config = _config(*options)[0]
-    return plan_run(config, run_models(config, store.catalog), store)
+    return plan_run(config, run_models(config, store.catalog), store, target)
 
 
 def test_strategies_name_levels_and_profiles_set_them_under_explicit_options() -> None:
@@ -58,6 +58,18 @@ def test_level_3_caps_faces_and_tiles_and_each_level_sets_the_runtime(store: Sto
     arenas = [_plan(store, "--video-memory-level", str(level)).runtime for level in LEVELS]
     assert [(r.enable_cpu_arena, r.shrink_arenas, r.enable_mem_pattern) for r in arenas] == [
         (True, False, True), (True, True, True), (False, True, False), (False, True, False)]
+
+
+def test_chunked_levels_give_a_video_s_generators_every_core_and_the_analysis_one(store: Store) -> None:
+    # At a chunked level a generator runs over a chunk while nothing else of the frame path does.
+    video = Path("b.mp4")  # not read: the plan only tells a video by its name here
+    assert [_plan(store, *NEURAL, "--video-memory-level", str(level), target=video).generator_threads
+            for level in LEVELS] == [0, None, 0, 0]
+    plan = _plan(store, *NEURAL, "--video-memory-level", "2", target=video)
+    assert plan.runtime.intra_op_threads == 1 and set(plan.generators) == {SWAPPER, ENHANCER}
+    assert _plan(store, *NEURAL, "--video-memory-level", "2", "--execution-thread-count", "2",
+                 target=video).generator_threads is None  # the user's own count is every model's
+    assert _plan(store, *NEURAL, "--video-memory-level", "2", target=Path("b.png")).generator_threads is None
 
 
 def test_a_budget_on_a_gpu_caps_the_device_arena_unless_a_limit_is_given(store: Store) -> None:
