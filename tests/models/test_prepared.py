@@ -44,3 +44,12 @@ def test_small_models_and_other_providers_load_as_they_are(tmp_path: Path) -> No
     cuda = RuntimeOptions(providers=("cuda",))
     assert PreparedModels(tmp_path / "p", min_bytes=0).session_input("gfpgan_1.4", model, cuda) == (model, cuda)
     assert not (tmp_path / "prepared").exists()
+
+
+def test_an_int8_variant_keeps_its_prepacked_weights(tmp_path: Path) -> None:
+    # Its integer kernels would pack the weights again at every run: slower, and a higher peak.
+    model = standins.build("gfpgan_1.4", tmp_path / "gfpgan_1.4.int8.onnx", width=0.125)
+    prepared = PreparedModels(tmp_path / "prepared", min_bytes=0)
+    path, used = prepared.session_input("gfpgan_1.4.int8", model, RuntimeOptions(intra_op_threads=1))
+    assert path != model and used.graph_optimization == "disable" and not used.disable_prepacking
+    assert prepared.session_input("gfpgan_1.4.int8-dynamic", model, RuntimeOptions())[1].disable_prepacking is False
