@@ -79,12 +79,13 @@ class MeshSwapOptions:
     lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
-    detail_transfer: float = 0.3  # at most this share of the target's finest detail is carried into a source
+    detail_transfer: float = 0.5  # at most this share of the target's finest detail is carried into a source
     # that has less of it (a smaller, magnified source)
     detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
     # fading to `detail_transfer` over as far again: the skin's grain runs on across the mask border
     detail_floor: float = 0.5  # a source with more fine detail than the target keeps at least this share of it
-    detail_limit: float = 1000.0  # ... with a soft limit (levels) on its amplitude: texture passes, edges stay faint
+    detail_texture: float = 4.0  # the carried band's local energy is held to this many times its median on the
+    # skin: pores and fine wrinkles pass, the target's own edges (glasses rims, nose outline, deep folds) stay faint
     color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
     color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
     feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
@@ -117,6 +118,8 @@ class MeshSwapOptions:
             raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
         if self.max_stretch < 1.0:
             raise ValueError("max_stretch must be at least 1")
+        if self.detail_texture <= 0:
+            raise ValueError("detail_texture must be > 0")
         if not 0.0 <= self.detail_floor <= 1.0 or not 0.0 <= self.detail_transfer <= 1.0:
             raise ValueError("detail_floor and detail_transfer must lie in [0, 1]")
         if self.magnify_sharpen < 0:
@@ -505,7 +508,8 @@ class MeshSwapper:
         its energy there is near the target's: damped (down to `detail_floor`) to twice the target's where the
         source has more, and topped up with the target's own band where it has less: at most `detail_transfer`
         of it inside the face (more carries the target's identity), up to the target's energy in the `border`
-        zone, so the skin's grain runs on across the mask edge."""
+        zone, so the skin's grain runs on across the mask edge; its local energy held to `detail_texture` times
+        the typical."""
         opt = self.options
         sigma = max(1.0, 0.5 * magnify)
         luma_t = target.astype(np.float32) @ _LUMA
@@ -524,9 +528,12 @@ class MeshSwapper:
         elif e_s < e_t:
             full = math.sqrt(1.0 - e_s / max(e_t, 1e-6))
             inner = min(opt.detail_transfer, full)
-            share = np.float32(inner) + np.float32(full - inner) * border
-            lim = np.float32(opt.detail_limit)  # texture passes, the target's edges (rims, wrinkles) stay faint
-            delta = share * band_t * lim / (lim + np.abs(band_t))
+            # Texture only: where the band's local energy is far above the skin's typical (an edge of the target's
+            # own features, which would ghost over the source's and pull the identity back), it is scaled down.
+            local = cv2.GaussianBlur(np.square(band_t), (0, 0), 2.0 * sigma)
+            typical = np.float32(opt.detail_texture * float(np.median(local[skin])))
+            texture = band_t * np.sqrt(np.minimum(1.0, typical / np.maximum(local, 1e-6)))
+            delta = (np.float32(full) * border + np.float32(inner) * (1.0 - border)) * texture
         else:
             return corrected
         return np.clip(corrected + delta[..., None] * on_skin, 0.0, 255.0)
