@@ -5,7 +5,9 @@ Gaussian-blurred warped source. Both blurs are normalised convolutions restricte
 skin), so the background, hair, eyes and mouth outside that weight do not bleed into the estimate. The blur
 is wide (about 0.6 x the inter-eye distance), so only lighting gradients and overall tone move; wrinkles,
 brows, eyes and lips of the source stay. The gain can be damped per pixel (on lips and eyes) so they keep
-their own colour instead of taking the skin's correction in full.
+their own colour instead of taking the skin's correction in full. `match_low_frequency`, which the mesh swapper
+uses, does this on luma and moves chroma relative to luma (the target's skin chromaticity times each pixel's
+brightness), so shaded pixels, brows and lashes do not turn a saturated brown.
 """
 from __future__ import annotations
 

@@ -21,7 +21,9 @@ No neural generator. Per target face:
    with the mask, and moves the target pixels under the feathered edge along with the face, so nothing
    ghosts. Texture alone leaves the target's feature layout, which the identity embedding weighs heavily.
 7. Fine detail: the skin's finest luma band is brought near the target's (a wrinkled source on a smooth face
-   damped to about twice the target's energy; a smaller, magnified source topped up with the target's band).
+   damped to about twice the target's energy; a smaller, magnified source topped up with the target's texture,
+   fully near the mask border so the grain runs on across it). Texture moved by a fraction of a pixel (the warp
+   of a same-scale source, the target under the shape transfer) keeps its pixel-scale grain.
 8. Glasses (both optional): `keep_occluders` keeps rim-like lines of the target's eye region (thin, clearly darker
    than their surroundings, long, and not in the warped source) in front of the swapped face;
    `remove_source_glasses` fills such lines in the source, eyes spared, from the skin around them before the warp.
