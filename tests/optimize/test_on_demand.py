@@ -38,4 +38,4 @@ def test_large_models_without_a_tried_variant_are_made_static_then_dynamic(
     notes: list[str] = []
     on_demand.make_missing(user, models, TECHNIQUES, notes.append)
     assert calls == [("inswapper_128", "int8"), ("inswapper_128", "int8-dynamic")]
-    assert any("once" in note for note in notes) and notes[-1].startswith("slimfuse: inswapper_128.int8-dynamic: pass")
+    assert any("once" in note for note in notes) and notes[-1].startswith("inswapper_128.int8-dynamic: pass")
