@@ -1,8 +1,8 @@
 """468-point FaceMesh landmarks from MediaPipe's face_landmark model.
 
 The face is cut out as a square rotated so the eyes are level (1.5 x the face's size), scaled to 192 px and
-run through the model; points map back through the inverse of that crop. A second pass re-centres the
-crop on the first pass's points, which steadies the result the way MediaPipe's own tracking does.
+run through the model; points map back through the inverse of that crop. Two more passes re-centre the crop on
+the previous pass's points, which steadies the result the way MediaPipe's own tracking does.
 """
 from __future__ import annotations
 
@@ -25,7 +25,10 @@ RIGHT_EYE_OUTER, LEFT_EYE_OUTER = 33, 263
 
 
 class FaceMesh:
-    def __init__(self, session: Session, refine_passes: int = 1) -> None:
+    def __init__(self, session: Session, refine_passes: int = 2) -> None:
+        # Two re-centred passes: a face found by the detector then lies about half a pixel (root mean square) from
+        # where following it frame by frame puts it (one pass leaves more than a pixel), within the landmark hold
+        # (smooth.py), so a still face's track starts still instead of creeping there.
         self.session = session
         self.refine_passes = refine_passes
 

@@ -5,7 +5,9 @@ Gaussian-blurred warped source. Both blurs are normalised convolutions restricte
 skin), so the background, hair, eyes and mouth outside that weight do not bleed into the estimate. The blur
 is wide (about 0.6 x the inter-eye distance), so only lighting gradients and overall tone move; wrinkles,
 brows, eyes and lips of the source stay. The gain can be damped per pixel (on lips and eyes) so they keep
-their own colour instead of taking the skin's correction in full.
+their own colour instead of taking the skin's correction in full. `match_low_frequency`, which the mesh swapper
+uses, does this on luma and moves chroma relative to luma (the target's skin chromaticity times each pixel's
+brightness), so shaded pixels, brows and lashes do not turn a saturated brown.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 # The blur runs on a copy shrunk so that sigma is about this many pixels: cheap at any sigma.
 _WORKING_SIGMA = 3.0
 _MIN_GAIN, _MAX_GAIN = 1.0 / 3.0, 3.0
+_CHROMA_OFFSET = 16.0  # luma levels added before chroma is taken relative to luma, so near-black stays stable
 
 
 def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.ndarray:
@@ -75,6 +78,14 @@ def to_opponent(rgb: np.ndarray) -> np.ndarray:
     return np.dstack([y, img[..., 0] - y, img[..., 2] - y])
 
 
+def _colourfulness(chroma: np.ndarray) -> np.ndarray:
+    """max - min of R, G, B for opponent chroma (R - Y, B - Y): independent of luma, and scaled by any factor on
+    the chroma."""
+    cr, cb = chroma[..., 0], chroma[..., 1]
+    cg = -(_LUMA[0] * cr + _LUMA[2] * cb) / _LUMA[1]
+    return np.maximum(np.maximum(cr, cb), cg) - np.minimum(np.minimum(cr, cb), cg)
+
+
 def from_opponent(yc: np.ndarray) -> np.ndarray:
     y, cr, cb = yc[..., 0], yc[..., 1], yc[..., 2]
     r, b = y + cr, y + cb
@@ -92,9 +103,11 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     Luma and chroma apart, so no step creates a colour that neither photo has:
     - luma: the source's times a low-frequency gain (clamped to 1/3..3) toward the target's, damped where asked
       (lips, eyes);
-    - chroma: the target's low-frequency chroma plus the source's chroma detail (its chroma minus its own low
-      frequencies), scaled down by how much less chroma detail the target's face has (a grey face gets none),
-      and no pixel more colourful than the more colourful of the source pixel and the target's local colour.
+    - chroma, taken relative to luma (R - Y and B - Y over Y, so shading scales it as it does in a photo): the
+      target's low-frequency chroma plus the source's chroma detail (its chroma minus its own low frequencies),
+      scaled down by how much less chroma detail the target's face has (a grey face gets none), and no pixel
+      more colourful than the more colourful of the source pixel and the target's local colour (scaled down on
+      pixels darker than it).
     """
     src = to_opponent(warped)
     tgt = to_opponent(target)
@@ -107,16 +120,25 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     y = src[..., 0] * gain
     w = np.clip(np.asarray(weight, dtype=np.float32), 0.0, None)
     sel = w > 0.5 * float(w.max())
-    s_detail = src[..., 1:] - sb[..., 1:]
-    t_detail = tgt[..., 1:] - tb[..., 1:]
+    # The skin's chroma relative to its luma (chromaticity): shading is multiplicative, so a darker pixel of the
+    # same skin, a brow or a lash, carries proportionally less of it; adding the bright skin's chroma to it in
+    # full would make it a saturated brown that neither photo has. The source's chroma detail is what its pixel
+    # has beyond its own skin's chromaticity at that brightness.
+    e = np.float32(_CHROMA_OFFSET)
+    sb_ratio = sb[..., 1:] / (sb[..., :1] + e)
+    tb_ratio = tb[..., 1:] / (tb[..., :1] + e)
+    s_detail = src[..., 1:] - sb_ratio * (src[..., :1] + e)
+    t_detail = tgt[..., 1:] - tb_ratio * (tgt[..., :1] + e)
     spread_s = float(np.sqrt(np.mean(np.square(s_detail[sel])))) if sel.any() else 0.0
     spread_t = float(np.sqrt(np.mean(np.square(t_detail[sel])))) if sel.any() else 0.0
     keep = min(1.0, spread_t / max(spread_s, 1e-3))
     st = np.float32(strength)
-    low = tb[..., 1:] * st + sb[..., 1:] * (1 - st)
+    low = (tb_ratio * st + sb_ratio * (1 - st)) * (y[..., None] + e)
     c = low + s_detail * np.float32(keep + (1.0 - keep) * (1.0 - float(strength)))
-    limit = np.maximum(np.hypot(src[..., 1], src[..., 2]), np.hypot(tb[..., 1], tb[..., 2]) + 2.0)
-    norm = np.hypot(c[..., 0], c[..., 1])
-    c *= np.minimum(1.0, limit / np.maximum(norm, 1e-6))[..., None]
+    # No pixel more colourful (max - min of R, G, B, which scales with the chroma) than the source pixel or the
+    # target's local colour, the latter less on pixels darker than it.
+    darker = (np.minimum(y, tb[..., 0]) + e) / (tb[..., 0] + e)
+    limit = np.maximum(_colourfulness(src[..., 1:]), _colourfulness(tb[..., 1:]) * darker)
+    c *= np.minimum(1.0, limit / np.maximum(_colourfulness(c), 1e-6))[..., None]
     out = from_opponent(np.dstack([y, c]))
     return np.clip(out, 0.0, 255.0).astype(np.float32)

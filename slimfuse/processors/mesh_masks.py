@@ -116,13 +116,17 @@ def soft_polygons(shape: tuple[int, int], polygons: list[np.ndarray], grow_px: f
 def eroded_feather(coverage: np.ndarray, erode_px: np.ndarray | float, feather_px: float) -> np.ndarray:
     """Alpha from a binary coverage mask: 0 within `erode_px` of its edge, rising smoothly to 1 over
     `feather_px`. `erode_px` may vary per pixel (an array of the mask's shape)."""
+    return smoothstep((inside_distance(coverage) - erode_px) / max(float(feather_px), 1e-3))
+
+
+def inside_distance(coverage: np.ndarray) -> np.ndarray:
+    """float32 distance of each pixel of a binary coverage mask to its edge (0 outside); the array's border
+    counts as outside, so a face cut by the crop edge fades out before the edge."""
     cov = (np.asarray(coverage) > 0).astype(np.uint8)
     if not cov.any():
         return np.zeros(cov.shape, dtype=np.float32)
-    # Pad so the crop border counts as outside: a face cut by the crop edge fades out before the edge.
     padded = cv2.copyMakeBorder(cov, 1, 1, 1, 1, cv2.BORDER_CONSTANT, value=0)
-    dist = cv2.distanceTransform(padded, cv2.DIST_L2, cv2.DIST_MASK_5)[1:-1, 1:-1]
-    return smoothstep((dist - erode_px) / max(float(feather_px), 1e-3))
+    return cv2.distanceTransform(padded, cv2.DIST_L2, cv2.DIST_MASK_5)[1:-1, 1:-1]
 
 
 def vertical_erosion(shape: tuple[int, int], origin: tuple[int, int], frame: FaceFrame, base_px: float,

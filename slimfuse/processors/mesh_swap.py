@@ -21,7 +21,9 @@ No neural generator. Per target face:
    with the mask, and moves the target pixels under the feathered edge along with the face, so nothing
    ghosts. Texture alone leaves the target's feature layout, which the identity embedding weighs heavily.
 7. Fine detail: the skin's finest luma band is brought near the target's (a wrinkled source on a smooth face
-   damped to about twice the target's energy; a smaller, magnified source topped up with the target's band).
+   damped to about twice the target's energy; a smaller, magnified source topped up with the target's texture,
+   fully near the mask border so the grain runs on across it). Texture moved by a fraction of a pixel (the warp
+   of a same-scale source, the target under the shape transfer) keeps its pixel-scale grain.
 8. Glasses (both optional): `keep_occluders` keeps rim-like lines of the target's eye region (thin, clearly darker
    than their surroundings, long, and not in the warped source) in front of the swapped face;
    `remove_source_glasses` fills such lines in the source, eyes spared, from the skin around them before the warp.
@@ -81,8 +83,11 @@ class MeshSwapOptions:
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
     detail_transfer: float = 0.5  # at most this share of the target's finest detail is carried into a source
     # that has less of it (a smaller, magnified source)
+    detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
+    # fading to `detail_transfer` over as far again: the skin's grain runs on across the mask border
     detail_floor: float = 0.5  # a source with more fine detail than the target keeps at least this share of it
-    detail_limit: float = 1000.0  # ... with a soft limit (levels) on its amplitude: texture passes, edges stay faint
+    detail_texture: float = 4.0  # the carried band's local energy is held to this many times its median on the
+    # skin: pores and fine wrinkles pass, the target's own edges (glasses rims, nose outline, deep folds) stay faint
     color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
     color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
     feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
@@ -101,7 +106,7 @@ class MeshSwapOptions:
             raise ValueError(f"eye_region must be 'source' or 'target', not {self.eye_region!r}")
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
-        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma"):
+        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather"):
@@ -115,6 +120,8 @@ class MeshSwapOptions:
             raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
         if self.max_stretch < 1.0:
             raise ValueError("max_stretch must be at least 1")
+        if self.detail_texture <= 0:
+            raise ValueError("detail_texture must be > 0")
         if not 0.0 <= self.detail_floor <= 1.0 or not 0.0 <= self.detail_transfer <= 1.0:
             raise ValueError("detail_floor and detail_transfer must lie in [0, 1]")
         if self.magnify_sharpen < 0:
@@ -423,7 +430,7 @@ class MeshSwapper:
         coef_src, coef_shift = _affine_tables(tris, vt_roi, vs, shift_v, drawable)
 
         trust_px = self._texture_trust(ids, area2_t, area2_s, (ratio * 2.0**level / up) ** 2, size)
-        outer = self._outer_mask(ids, front, frame, (x0, y0), (rh, rw))
+        outer, border = self._outer_mask(ids, front, frame, (x0, y0), (rh, rw))
         keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw), keep_lips)
 
         # Where each output pixel looks on the target mesh: itself, or (shape transfer) the point the smooth
@@ -452,8 +459,7 @@ class MeshSwapper:
                 stack = np.where(moved[..., None], cv2.remap(stack, px, py, cv2.INTER_LINEAR,
                                                              borderMode=cv2.BORDER_REPLICATE), stack)
                 keep, trust_px, not_skin, damping = (np.ascontiguousarray(stack[..., k]) for k in range(4))
-                target_roi = np.where(moved[..., None], cv2.remap(target_roi, px, py, cv2.INTER_LINEAR,
-                                                                  borderMode=cv2.BORDER_REPLICATE), target_roi)
+                target_roi = np.where(moved[..., None], _remap_keeping_grain(target_roi, px, py), target_roi)
         painted = ids > 0
 
         # The source texture: one remap through the per-pixel triangle affine.
@@ -461,7 +467,10 @@ class MeshSwapper:
         map_x = c[..., 0] * px + c[..., 1] * py + c[..., 2]
         map_y = c[..., 3] * px + c[..., 4] * py + c[..., 5]
         interp = cv2.INTER_CUBIC if opt.interpolation == "cubic" else cv2.INTER_LINEAR
-        warped = cv2.remap(src_img, map_x, map_y, interp, borderMode=cv2.BORDER_REPLICATE)
+        if up > 1:  # a magnified source has no grain at this scale to keep
+            warped = cv2.remap(src_img, map_x, map_y, interp, borderMode=cv2.BORDER_REPLICATE)
+        else:
+            warped = _remap_keeping_grain(src_img, map_x, map_y, interp)
 
         alpha = outer * (1.0 - keep) * trust_px
         if opt.keep_occluders:
@@ -488,7 +497,7 @@ class MeshSwapper:
         # Fine detail at the target's level: a wrinkled source on a smooth face has its finest band damped, and
         # a smaller (magnified) source, lacking the target's pore-scale band, gets the target's own band carried
         # in (on skin only, in luma only). Either way the skin's texture matches across the mask border.
-        corrected = self._match_detail(corrected, target_roi, weight, not_skin, ratio * 2.0**level)
+        corrected = self._match_detail(corrected, target_roi, weight, not_skin, border, ratio * 2.0**level)
         return SwapLayers(
             box=(x0, y0, x1, y1), base=np.ascontiguousarray(target_roi), warped=warped, corrected=corrected,
             alpha=alpha, changed=alpha_out, color_weight=weight, level=level)
@@ -496,11 +505,13 @@ class MeshSwapper:
     # -------------------------------------------------------------------------------------- helpers
 
     def _match_detail(self, corrected: np.ndarray, target: np.ndarray, weight: np.ndarray, not_skin: np.ndarray,
-                      magnify: float) -> np.ndarray:
+                      border: np.ndarray, magnify: float) -> np.ndarray:
         """`corrected` with its finest luma band (blur sigma 0.5 x magnify, at least 1 px) scaled on the skin so
         its energy there is near the target's: damped (down to `detail_floor`) to twice the target's where the
-        source has more, and topped up with the target's own band (at most `detail_transfer` of it) where it
-        has less."""
+        source has more, and topped up with the target's own band where it has less: at most `detail_transfer`
+        of it inside the face (more carries the target's identity), up to the target's energy in the `border`
+        zone, so the skin's grain runs on across the mask edge; its local energy held to `detail_texture` times
+        the typical."""
         opt = self.options
         sigma = max(1.0, 0.5 * magnify)
         luma_t = target.astype(np.float32) @ _LUMA
@@ -517,9 +528,14 @@ class MeshSwapper:
             gain = max(opt.detail_floor, math.sqrt(2.0 * e_t / e_s))
             delta = np.float32(gain - 1.0) * band_s
         elif e_s < e_t:
-            share = min(opt.detail_transfer, math.sqrt(1.0 - e_s / max(e_t, 1e-6)))
-            lim = np.float32(opt.detail_limit)  # texture passes, the target's edges (rims, wrinkles) stay faint
-            delta = np.float32(share) * band_t * lim / (lim + np.abs(band_t))
+            full = math.sqrt(1.0 - e_s / max(e_t, 1e-6))
+            inner = min(opt.detail_transfer, full)
+            # Texture only: where the band's local energy is far above the skin's typical (an edge of the target's
+            # own features, which would ghost over the source's and pull the identity back), it is scaled down.
+            local = cv2.GaussianBlur(np.square(band_t), (0, 0), 2.0 * sigma)
+            typical = np.float32(opt.detail_texture * float(np.median(local[skin])))
+            texture = band_t * np.sqrt(np.minimum(1.0, typical / np.maximum(local, 1e-6)))
+            delta = (np.float32(full) * border + np.float32(inner) * (1.0 - border)) * texture
         else:
             return corrected
         return np.clip(corrected + delta[..., None] * on_skin, 0.0, 255.0)
@@ -539,14 +555,19 @@ class MeshSwapper:
         return trust_px
 
     def _outer_mask(self, ids: np.ndarray, front: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[int, int],
-                    shape: tuple[int, int]) -> np.ndarray:
-        """Front-facing coverage (pinholes closed), eroded and feathered."""
+                    shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Front-facing coverage (pinholes closed), eroded and feathered; and the border zone where the target's fine
+        detail is carried in fully (1 from the mask edge to `detail_border` inside it, fading to 0 over as much)."""
         opt, size = self.options, frame.size
         frontflag = np.concatenate([[0], front]).astype(np.uint8) * 255
         coverage = mask_ops.close_small_holes(frontflag[ids], max(1, int(round(0.01 * size))))
         erosion = mask_ops.vertical_erosion(
             shape, origin, frame, opt.mask_erode * size, opt.mask_erode_top * size, opt.mask_erode_bottom * size)
-        return mask_ops.eroded_feather(coverage, erosion, opt.mask_feather * size)
+        inside = mask_ops.inside_distance(coverage) - erosion
+        outer = mask_ops.smoothstep(inside / np.float32(opt.mask_feather * size))
+        reach = np.float32(opt.detail_border * size)
+        border = 1.0 - mask_ops.smoothstep((inside - reach) / max(reach, np.float32(1e-3)))
+        return outer, border
 
     def _feature_masks(self, vt_roi: np.ndarray, frame: mask_ops.FaceFrame, shape: tuple[int, int],
                        keep_lips: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -658,6 +679,18 @@ def _smooth(img: np.ndarray, sigma: float) -> np.ndarray:
     small = cv2.resize(img, (max(1, w // factor), max(1, h // factor)), interpolation=cv2.INTER_AREA)
     small = cv2.GaussianBlur(small, (0, 0), sigma / factor)
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def _remap_keeping_grain(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray,
+                         interpolation: int = cv2.INTER_LINEAR) -> np.ndarray:
+    """uint8 `image` resampled at (map_x, map_y): its smooth part (a sigma-1 blur) interpolated, its finest band
+    (the rest: pores, fine lines) taken from the nearest pixel. Any interpolation cancels that band at half-pixel
+    offsets, so texture moved by a fraction of a pixel would come out smoother than where it stays."""
+    img = image.astype(np.float32)
+    low = cv2.GaussianBlur(img, (0, 0), 1.0)
+    out = cv2.remap(low, map_x, map_y, interpolation, borderMode=cv2.BORDER_REPLICATE)
+    out += cv2.remap(img - low, map_x, map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
 def _opening(poly: np.ndarray, down: np.ndarray) -> float:
