@@ -82,6 +82,9 @@ class FaceTracker:
             visible = self._update_with_detections(frame)
         else:
             visible = self._follow(frame)
+            if self._force_detection:  # a face was lost (a cut, a jump): look for it in this frame, so it is not
+                self._force_detection = False  # passed through unswapped until the next one
+                visible = self._update_with_detections(frame)
         for track in visible:
             track.face = self._smoothed(track, time)
         if self._any_crossing(visible):
@@ -101,7 +104,7 @@ class FaceTracker:
         for track in self.tracks:
             followed = mesh.follow(frame, track.face)
             if followed is None:
-                self._force_detection = True  # lost: look again with the detector next frame
+                self._force_detection = True  # lost: `update` looks again with the detector
                 continue
             track.raw = followed
             visible.append(track)

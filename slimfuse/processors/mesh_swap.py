@@ -81,7 +81,7 @@ class MeshSwapOptions:
     lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
-    detail_transfer: float = 0.5  # at most this share of the target's finest detail is carried into a source
+    detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
     # that has less of it (a smaller, magnified source)
     detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
     # fading to `detail_transfer` over as far again: the skin's grain runs on across the mask border

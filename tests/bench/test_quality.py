@@ -47,7 +47,7 @@ def test_self_swap_keeps_detail(results: quality.Results) -> None:
     for name in ("grace_hopper", "astronaut"):
         assert results.get(f"{name} onto itself", "detail kept") >= 0.9
         assert results.get(f"{name} onto itself", "face PSNR dB") >= 40
-        assert results.get(f"{name} mirrored onto itself", "detail kept") >= 0.6
+        assert results.get(f"{name} mirrored onto itself", "detail kept") >= 0.9
 
 
 @pytest.mark.parametrize("source,target", quality.PAIRS)
@@ -58,12 +58,14 @@ def test_cross_swap_identity_colour_and_mouth(results: quality.Results, source: 
     assert results.get(case + " --blend poisson", "identity: to source") <= to_source + 0.02
     assert results.get(case, "chroma excess") <= 0
     assert [f.ok for f in results.figures if f.case == case and f.name == "magenta share"] == [True]
-    # goal 0.005; onto grace_hopper her own red lid rims and glasses still count (about 0.01): a guard for now
-    assert results.get(case, "stray pixels at the eyes") <= 0.02
-    assert results.get(case + " --keep-eyes", "stray pixels at the eyes") <= 0.02
+    # goal 0.005, met at 0.0047-0.0049 onto grace_hopper (her own red lid rims and frames count): a margin here
+    assert results.get(case, "stray pixels at the eyes") <= 0.0075
+    assert results.get(case + " --keep-eyes", "stray pixels at the eyes") <= 0.0075
     assert [f.ok for f in results.figures if f.case == case and f.name.startswith("mouth opening")] == [True]
-    if source == "grace_hopper":  # a wrinkled source on a smooth face: her fine detail is damped to the target's
-        assert 0.5 <= results.get(case, "border step (in/out)") <= 2.0
+    assert results.get(case, "detail kept") >= 0.25
+    # goal 0.5-2: a wrinkled source on a smooth face is damped to the target's detail (0.85), a smaller source
+    # topped up with the target's texture at the border (0.53)
+    assert 0.45 <= results.get(case, "border step (in/out)") <= 2.0
 
 
 def test_grey_face_stays_grey(results: quality.Results) -> None:
@@ -81,7 +83,20 @@ def test_crops_are_written(bench: quality.QualityBench, results: quality.Results
 def test_glasses_options_keep_the_target_rims_and_drop_the_source_rims(bench: quality.QualityBench) -> None:
     r = quality.Results()
     bench.glasses(r)
-    case = "... with --keep-occluders --remove-source-glasses"
-    assert r.get(case, "target's rims kept") >= 0.95
-    assert r.get(case, "source rims in the output") <= 0.02  # goal 0.005: what is left follows the source's mesh
-    assert r.get("astronaut -> grace_hopper with glasses", "target's rims kept") < 0.5  # by default swapped over
+    options = "--keep-occluders --remove-source-glasses"
+    assert r.get(f"astronaut -> grace_hopper with glasses, {options}", "target's rims kept") >= 0.95
+    assert r.get(f"astronaut with glasses -> grace_hopper, {options}", "source rims in the output") <= 0.005
+    # by default both are swapped over: the target's rims go, the source's come along
+    assert r.get("astronaut -> grace_hopper with glasses, default", "target's rims kept") < 0.5
+    assert r.get("astronaut with glasses -> grace_hopper, default", "source rims in the output") > 0.05
+    kept = "astronaut -> grace_hopper, --keep-occluders (her own glasses in front)"
+    assert [f.ok for f in r.figures if f.case == kept] == [True]  # still nearer the source than the target
+
+
+def test_a_webcam_size_face_is_the_source(bench: quality.QualityBench) -> None:
+    r = quality.Results()
+    bench.live_size(r)
+    for source, target in quality.PAIRS:
+        case = f"{source} -> {target} at 150 px, JPEG"
+        to_source = r.get(case, "identity: to source")
+        assert to_source <= 0.47 and to_source + 0.1 < r.get(case, "identity: to target")  # goal 0.45: a margin

@@ -18,7 +18,8 @@ import neural_models as nm
 from streams import moving_face
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import FaceAnalyser
-from slimfuse.faces.identity import SAME_PERSON_DISTANCE, IdentityModel, distance
+from people import who
+from slimfuse.faces.identity import IdentityModel
 from slimfuse.faces.mesh_topology import MeshTopology
 from slimfuse.live.controls import Controls, LiveLoop
 from slimfuse.live.keys import HELP, KEYS, apply_key
@@ -92,13 +93,10 @@ def test_another_source_face_is_switched_to_and_a_photo_without_a_face_keeps_the
     controls = Controls()
     loop = LiveLoop(run, controls, [[SourceImage.read(blank)], [SourceImage.read(grace_hopper_path)]])
     camera = moving_face(grace_hopper, 24)
-    source, other = _identity(pool, astronaut), _identity(pool, grace_hopper)
+    people = {"astronaut": _identity(pool, astronaut), "grace_hopper": _identity(pool, grace_hopper)}
 
     def person(out: np.ndarray) -> str:
-        found = _identity(pool, out)
-        near = [name for name, known in (("astronaut", source), ("grace_hopper", other))
-                if distance(found, known) < SAME_PERSON_DISTANCE]
-        return near[0] if len(near) == 1 else f"unclear {near}"
+        return who(_identity(pool, out), people)
 
     assert person(_frames(loop, camera[:4], 0)) == "astronaut" and controls.faces == 3
     apply_key("f", controls)  # the wall: no face there, the astronaut stays

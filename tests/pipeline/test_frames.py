@@ -133,3 +133,17 @@ def test_a_small_face_that_walks_in_is_found_by_the_tile_scan(pool: ModelPool, g
     assert found_at is not None and 3 <= found_at <= 3 + options.detect_interval * options.tile_scan_every
     detector = swapper.tracker.models.detector()
     assert len(detector.detect(frame, scan_tiles=False)) == 1 and len(detector.detect(frame)) == 2
+
+
+def test_a_face_that_jumps_is_swapped_in_the_frame_it_lands_in(grace_hopper: np.ndarray, astronaut_path: Path) -> None:
+    """A cut between detections: following loses the face, and the detector looks for it in that same frame, so
+    no frame goes out with the original face."""
+    swapper = frame_loop(astronaut_path)
+    changed = []
+    for index in range(9):
+        canvas = np.full((360, 640, 3), 80, dtype=np.uint8)
+        box = place(canvas, grace_hopper, GRACE_HOPPER_FACE, 120, (160 if index < 6 else 480, 180))
+        out = swapper.process(canvas, index / 25)
+        x0, y0, x1, y1 = (int(v) for v in box)
+        changed.append(float((out[y0:y1, x0:x1] != canvas[y0:y1, x0:x1]).any(axis=2).mean()))
+    assert min(changed) > 0.2, changed
