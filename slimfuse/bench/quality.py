@@ -444,30 +444,29 @@ class QualityBench:
         tg, rims = draw_glasses(g, self.judge.eyes(g), gbox)
         sg, _ = draw_glasses(a, self.judge.eyes(a), self.judge.box(a))
         zone = eye_zone(g.shape[:2], self.judge.eyes(g), 1.6)
-        rims_opts: dict[str, object] = {"keep_occluders": True, "remove_source_glasses": True}
-        shown: dict[str, np.ndarray] = {}
+        both = "--keep-occluders --remove-source-glasses"
+        onto: dict[str, np.ndarray] = {}  # the astronaut onto the target with glasses
+        wearing: dict[str, np.ndarray] = {}  # the astronaut with glasses onto the target
+        plain: dict[str, np.ndarray] = {}  # the astronaut onto the target
         for label, options in (("default", {}), ("--eye-region target", {"eye_region": "target"}),
-                               ("--keep-occluders --remove-source-glasses", rims_opts)):
-            goal = label.startswith("--keep")
-            kept = rims_kept(self.swap(a, tg, **options)[0], tg, rims)
+                               (both, {"keep_occluders": True, "remove_source_glasses": True})):
+            goal = label == both
+            onto[label], wearing[label], plain[label] = (self.swap(s, t, **options)[0]
+                                                         for s, t in ((a, tg), (sg, g), (a, g)))
+            kept = rims_kept(onto[label], tg, rims)
             r.add(f"astronaut -> grace_hopper with glasses, {label}", "target's rims kept", kept,
                   ">= 0.95" if goal else "(see the options)", kept >= 0.95 or not goal)
-            with_glasses = self.swap(sg, g, **options)[0]
-            share = new_dark(with_glasses, self.swap(a, g, **options)[0], zone)
+            share = new_dark(wearing[label], plain[label], zone)
             r.add(f"astronaut with glasses -> grace_hopper, {label}", "source rims in the output", share,
                   "<= 0.005" if goal else "(see the options)", share <= 0.005 or not goal)
-            shown[label] = with_glasses
-        out_o = self.swap(a, tg, **rims_opts)[0]
-        plain_o = self.swap(a, g, **rims_opts)[0]
-        d_src, d_tgt = self.judge.distance(plain_o, a), self.judge.distance(plain_o, g)
+        d_src, d_tgt = self.judge.distance(plain[both], a), self.judge.distance(plain[both], g)
         case = "astronaut -> grace_hopper, --keep-occluders (her own glasses in front)"
         r.add(case, "identity: to source", d_src, f"< to target ({d_tgt:.3f})", d_src < d_tgt)
-        self.crops.append(Crop("astronaut_to_grace_hopper_glasses", tg, self.swap(a, tg)[0], gbox, (0.0, 0.1, 1.0, 0.6)))
-        self.crops.append(Crop("astronaut_to_grace_hopper_glasses_kept", tg, out_o, gbox, (0.0, 0.1, 1.0, 0.6)))
-        self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper_removed", g,
-                               shown["--keep-occluders --remove-source-glasses"], gbox, (0.0, 0.1, 1.0, 0.6)))
-        self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper", g, shown["default"], gbox,
-                               (0.0, 0.1, 1.0, 0.6)))
+        zoom = (0.0, 0.1, 1.0, 0.6)
+        self.crops.append(Crop("astronaut_to_grace_hopper_glasses", tg, onto["default"], gbox, zoom))
+        self.crops.append(Crop("astronaut_to_grace_hopper_glasses_kept", tg, onto[both], gbox, zoom))
+        self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper_removed", g, wearing[both], gbox, zoom))
+        self.crops.append(Crop("astronaut_with_glasses_to_grace_hopper", g, wearing["default"], gbox, zoom))
 
     def open_mouth(self, r: Results) -> None:
         """The target with an open mouth (the astronaut's smile): its teeth stay, the source's lips around them."""
