@@ -11,6 +11,8 @@ brightness), so shaded pixels, brows and lashes do not turn a saturated brown.
 """
 from __future__ import annotations
 
+import math
+
 import cv2
 import numpy as np
 
@@ -25,6 +27,19 @@ def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.n
 
     Returns float32 (H, W, C): sum(G * w * I) / sum(G * w). Where no weight lies within reach the weighted
     mean of the whole image is used, so the result is defined everywhere."""
+    img: np.ndarray = np.asarray(image, dtype=np.float32)
+    h, wd = img.shape[:2]
+    small = _normalized_blur_small(img, weight, sigma)
+    if small.shape[:2] != (h, wd):
+        small = cv2.resize(small, (wd, h), interpolation=cv2.INTER_LINEAR)
+    if small.ndim == 2:
+        small = small[..., None]
+    return small.astype(np.float32)
+
+
+def _normalized_blur_small(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.ndarray:
+    """`normalized_blur` on the shrunk grid it is computed on (H / f, W / f, C) with f = sigma / _WORKING_SIGMA
+    (at least 1): the result is smooth at that scale, so it is only enlarged where it is used."""
     img: np.ndarray = np.asarray(image, dtype=np.float32)
     w: np.ndarray = np.clip(np.asarray(weight, dtype=np.float32), 0.0, None)
     h, wd = w.shape
@@ -47,12 +62,7 @@ def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.n
     if num.ndim == 2:
         num = num[..., None]
     eps = np.float32(1e-3)
-    small = (num + eps * mean[None, None, :]) / (den[..., None] + eps)
-    if (sh, sw) != (h, wd):
-        small = cv2.resize(small, (wd, h), interpolation=cv2.INTER_LINEAR)
-        if small.ndim == 2:
-            small = small[..., None]
-    return small.astype(np.float32)
+    return ((num + eps * mean[None, None, :]) / (den[..., None] + eps)).astype(np.float32)
 
 
 def low_frequency_gain(warped: np.ndarray, target: np.ndarray, weight: np.ndarray, sigma: float,
@@ -71,29 +81,44 @@ def low_frequency_gain(warped: np.ndarray, target: np.ndarray, weight: np.ndarra
     return np.exp(log_gain * k).astype(np.float32)
 
 
+# RGB -> (luma Y, R - Y, B - Y): linear, so it inverts exactly.
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_TO_OPPONENT = np.array([_LUMA, [1.0, 0.0, 0.0] - _LUMA, [0.0, 0.0, 1.0] - _LUMA], dtype=np.float32)
+
+
 def to_opponent(rgb: np.ndarray) -> np.ndarray:
-    """(H, W, 3) RGB in 0..255 -> float32 (luma Y, R - Y, B - Y): linear, so it inverts exactly."""
-    img = np.asarray(rgb, dtype=np.float32)
-    y = img @ _LUMA
-    return np.dstack([y, img[..., 0] - y, img[..., 2] - y])
-
-
-def _colourfulness(chroma: np.ndarray) -> np.ndarray:
-    """max - min of R, G, B for opponent chroma (R - Y, B - Y): independent of luma, and scaled by any factor on
-    the chroma."""
-    cr, cb = chroma[..., 0], chroma[..., 1]
-    cg = -(_LUMA[0] * cr + _LUMA[2] * cb) / _LUMA[1]
-    return np.maximum(np.maximum(cr, cb), cg) - np.minimum(np.minimum(cr, cb), cg)
+    """(H, W, 3) RGB in 0..255 -> float32 (luma Y, R - Y, B - Y)."""
+    return cv2.transform(np.asarray(rgb, dtype=np.float32), _TO_OPPONENT)
 
 
 def from_opponent(yc: np.ndarray) -> np.ndarray:
     y, cr, cb = yc[..., 0], yc[..., 1], yc[..., 2]
+    return _rgb(y, cr, cb)
+
+
+def _rgb(y: np.ndarray, cr: np.ndarray, cb: np.ndarray) -> np.ndarray:
     r, b = y + cr, y + cb
     g = (y - _LUMA[0] * r - _LUMA[2] * b) / _LUMA[1]
-    return np.dstack([r, g, b])
+    return cv2.merge([r, g, b])
 
 
-_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+def _colourfulness(cr: np.ndarray, cb: np.ndarray) -> np.ndarray:
+    """max - min of R, G, B for opponent chroma (R - Y, B - Y): independent of luma, and scaled by any factor on
+    the chroma."""
+    cg = (-_LUMA[0] / _LUMA[1]) * cr - (_LUMA[2] / _LUMA[1]) * cb
+    return np.maximum(np.maximum(cr, cb), cg) - np.minimum(np.minimum(cr, cb), cg)
+
+
+def _enlarged(shape: tuple[int, int], *planes: np.ndarray) -> list[np.ndarray]:
+    """Each float32 plane bilinearly enlarged to `shape`."""
+    h, w = shape
+    return [p if p.shape == (h, w) else cv2.resize(p, (w, h), interpolation=cv2.INTER_LINEAR) for p in planes]
+
+
+def _masked_square_sum(mask: np.ndarray, values: np.ndarray) -> float:
+    """sum(values ** 2) over the pixels where the flat 0/1 `mask` is 1."""
+    flat = values.ravel()
+    return float(np.dot(mask, flat * flat))
 
 
 def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarray, sigma: float,
@@ -108,37 +133,55 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
       scaled down by how much less chroma detail the target's face has (a grey face gets none), and no pixel
       more colourful than the more colourful of the source pixel and the target's local colour (scaled down on
       pixels darker than it).
+    The smooth fields (gain, chromaticities, the target's local colour) are computed on the blur's shrunk grid and
+    enlarged once; the per-pixel work runs on whole planes.
     """
+    h, wd = weight.shape[:2]
     src = to_opponent(warped)
     tgt = to_opponent(target)
-    tb = normalized_blur(tgt, weight, sigma)
-    sb = normalized_blur(src, weight, sigma)
-    k: np.ndarray | np.float32 = np.float32(strength)
-    if damping is not None:
-        k = k * (1.0 - np.clip(np.asarray(damping, dtype=np.float32), 0.0, 1.0))
-    gain = np.exp(np.log(np.clip((tb[..., 0] + 1.0) / (sb[..., 0] + 1.0), _MIN_GAIN, _MAX_GAIN)) * k)
-    y = src[..., 0] * gain
-    w = np.clip(np.asarray(weight, dtype=np.float32), 0.0, None)
-    sel = w > 0.5 * float(w.max())
+    sy, sr, sbl = cv2.split(src)
+    ty, tr, tbl = cv2.split(tgt)
+    e = np.float32(_CHROMA_OFFSET)
+    ty_lo, tr_lo, tb_lo = cv2.split(_normalized_blur_small(tgt, weight, sigma))
+    sy_lo, sr_lo, sb_lo = cv2.split(_normalized_blur_small(src, weight, sigma))
     # The skin's chroma relative to its luma (chromaticity): shading is multiplicative, so a darker pixel of the
     # same skin, a brow or a lash, carries proportionally less of it; adding the bright skin's chroma to it in
     # full would make it a saturated brown that neither photo has. The source's chroma detail is what its pixel
     # has beyond its own skin's chromaticity at that brightness.
-    e = np.float32(_CHROMA_OFFSET)
-    sb_ratio = sb[..., 1:] / (sb[..., :1] + e)
-    tb_ratio = tb[..., 1:] / (tb[..., :1] + e)
-    s_detail = src[..., 1:] - sb_ratio * (src[..., :1] + e)
-    t_detail = tgt[..., 1:] - tb_ratio * (tgt[..., :1] + e)
-    spread_s = float(np.sqrt(np.mean(np.square(s_detail[sel])))) if sel.any() else 0.0
-    spread_t = float(np.sqrt(np.mean(np.square(t_detail[sel])))) if sel.any() else 0.0
-    keep = min(1.0, spread_t / max(spread_s, 1e-3))
+    fields = _enlarged((h, wd), np.log(np.clip((ty_lo + 1.0) / (sy_lo + 1.0), _MIN_GAIN, _MAX_GAIN)),
+                       sr_lo / (sy_lo + e), sb_lo / (sy_lo + e), tr_lo / (ty_lo + e), tb_lo / (ty_lo + e), ty_lo,
+                       _colourfulness(tr_lo, tb_lo))
+    log_gain, s_ratio_r, s_ratio_b, t_ratio_r, t_ratio_b, t_luma, t_colour = fields
+    k: np.ndarray | np.float32 = np.float32(strength)
+    if damping is not None:
+        k = k * (1.0 - np.clip(np.asarray(damping, dtype=np.float32), 0.0, 1.0))
+    y = sy * np.exp(log_gain * k)
+    w = np.asarray(weight, dtype=np.float32)
+    sel = (w > 0.5 * float(w.max())).astype(np.float32).ravel()
+    sye = sy + e
+    s_detail_r = sr - s_ratio_r * sye
+    s_detail_b = sbl - s_ratio_b * sye
+    keep = 1.0
+    count = float(sel.sum())
+    if count > 0:
+        tye = ty + e
+        spread_s = math.sqrt(0.5 * (_masked_square_sum(sel, s_detail_r) + _masked_square_sum(sel, s_detail_b)) / count)
+        spread_t = math.sqrt(0.5 * (_masked_square_sum(sel, tr - t_ratio_r * tye)
+                                    + _masked_square_sum(sel, tbl - t_ratio_b * tye)) / count)
+        keep = min(1.0, spread_t / max(spread_s, 1e-3))
     st = np.float32(strength)
-    low = (tb_ratio * st + sb_ratio * (1 - st)) * (y[..., None] + e)
-    c = low + s_detail * np.float32(keep + (1.0 - keep) * (1.0 - float(strength)))
+    detail = np.float32(keep + (1.0 - keep) * (1.0 - float(strength)))
+    ye = y + e
+    if strength == 1.0:
+        c_r, c_b = t_ratio_r * ye, t_ratio_b * ye
+    else:
+        c_r = (t_ratio_r * st + s_ratio_r * (1 - st)) * ye
+        c_b = (t_ratio_b * st + s_ratio_b * (1 - st)) * ye
+    c_r += s_detail_r * detail
+    c_b += s_detail_b * detail
     # No pixel more colourful (max - min of R, G, B, which scales with the chroma) than the source pixel or the
     # target's local colour, the latter less on pixels darker than it.
-    darker = (np.minimum(y, tb[..., 0]) + e) / (tb[..., 0] + e)
-    limit = np.maximum(_colourfulness(src[..., 1:]), _colourfulness(tb[..., 1:]) * darker)
-    c *= np.minimum(1.0, limit / np.maximum(_colourfulness(c), 1e-6))[..., None]
-    out = from_opponent(np.dstack([y, c]))
-    return np.clip(out, 0.0, 255.0).astype(np.float32)
+    darker = (np.minimum(y, t_luma) + e) / (t_luma + e)
+    limit = np.maximum(_colourfulness(sr, sbl), t_colour * darker)
+    scale = np.minimum(1.0, limit / np.maximum(_colourfulness(c_r, c_b), 1e-6))
+    return np.clip(_rgb(y, c_r * scale, c_b * scale), 0.0, 255.0)

@@ -443,11 +443,9 @@ class MeshSwapper:
         px, py = gx, gy
         if coef_shift is not None:
             tri_moves = np.concatenate([[False], np.abs(coef_shift[1:]).max(axis=1) > 1e-6])
-            moved = tri_moves[ids] & (outer > 0)
+            moved = np.take(tri_moves, ids) & (outer > 0)
             if moved.any():
-                cs = coef_shift[ids]
-                shift = np.stack([cs[..., 0] * gx + cs[..., 1] * gy + cs[..., 2],
-                                  cs[..., 3] * gx + cs[..., 4] * gy + cs[..., 5]], axis=-1) * outer[..., None]
+                shift = cv2.merge(_per_pixel_affine(coef_shift, ids, gx, gy)) * outer[..., None]
                 # Backward map x -> x - s(x - s(x)): one fixed-point step of inverting x -> x + s(x).
                 first = cv2.remap(shift, gx - shift[..., 0], gy - shift[..., 1], cv2.INTER_LINEAR,
                                   borderMode=cv2.BORDER_CONSTANT, borderValue=0)
@@ -463,9 +461,7 @@ class MeshSwapper:
         painted = ids > 0
 
         # The source texture: one remap through the per-pixel triangle affine.
-        c = coef_src[ids]
-        map_x = c[..., 0] * px + c[..., 1] * py + c[..., 2]
-        map_y = c[..., 3] * px + c[..., 4] * py + c[..., 5]
+        map_x, map_y = _per_pixel_affine(coef_src, ids, px, py)
         interp = cv2.INTER_CUBIC if opt.interpolation == "cubic" else cv2.INTER_LINEAR
         if up > 1:  # a magnified source has no grain at this scale to keep
             warped = cv2.remap(src_img, map_x, map_y, interp, borderMode=cv2.BORDER_REPLICATE)
@@ -549,7 +545,7 @@ class MeshSwapper:
         stretch = np.abs(area2_t) / np.maximum(area2_s, 1e-6) / scale2
         fade = mask_ops.smoothstep(np.log2(np.maximum(stretch, 1e-6) / self.options.max_stretch))
         trust = np.concatenate([[1.0], np.where(area2_s > 0, 1.0 - fade, 0.0)]).astype(np.float32)
-        trust_px = trust[ids]
+        trust_px = np.take(trust, ids)
         if float(trust_px.min()) < 1.0:
             trust_px = mask_ops.smoothstep(2.0 * _smooth(trust_px, 0.025 * size) - 0.5)  # lone small folds vanish
         return trust_px
@@ -560,7 +556,7 @@ class MeshSwapper:
         detail is carried in fully (1 from the mask edge to `detail_border` inside it, fading to 0 over as much)."""
         opt, size = self.options, frame.size
         frontflag = np.concatenate([[0], front]).astype(np.uint8) * 255
-        coverage = mask_ops.close_small_holes(frontflag[ids], max(1, int(round(0.01 * size))))
+        coverage = mask_ops.close_small_holes(np.take(frontflag, ids), max(1, int(round(0.01 * size))))
         erosion = mask_ops.vertical_erosion(
             shape, origin, frame, opt.mask_erode * size, opt.mask_erode_top * size, opt.mask_erode_bottom * size)
         inside = mask_ops.inside_distance(coverage) - erosion
@@ -693,6 +689,13 @@ def _remap_keeping_grain(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
+def _per_pixel_affine(table: np.ndarray, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each pixel's triangle's affine map (`table` rows as in `_affine_tables`, picked by the id image) applied to
+    (x, y): the mapped x and y images, float32. One gather per coefficient (a gather of whole rows is slower)."""
+    ax, bx, cx, ay, by, cy = (np.take(np.ascontiguousarray(table[:, k]), ids) for k in range(6))
+    return ax * x + bx * y + cx, ay * x + by * y + cy
+
+
 def _opening(poly: np.ndarray, down: np.ndarray) -> float:
     """Mean height of a ring polygon across its long axis: area / extent along `down`'s normal."""
     p = np.asarray(poly, dtype=np.float64)[:, :2]
@@ -749,18 +752,20 @@ def _affine_tables(tris: np.ndarray, vt: np.ndarray, vs: np.ndarray, shift: np.n
     The first table maps target pixels to source pixels, the second (if `shift` is given) to the
     shape-transfer shift, interpolated linearly inside each triangle."""
     ok = np.nonzero(drawable)[0]
-    dmat = np.ones((len(ok), 3, 3), dtype=np.float64)
-    for k in range(3):
-        dmat[:, k, :2] = vt[tris[ok, k], :2]
-    rhs = [np.stack([vs[tris[ok, k], :2] for k in range(3)], axis=1).astype(np.float64)]
+    corners = vt[tris[ok], :2].astype(np.float64)  # (k, 3, 2)
+    d1, d2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
+    det = (d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0])[:, None]
+    values = [vs[tris[ok], :2].astype(np.float64)]
     if shift is not None:
-        rhs.append(np.stack([shift[tris[ok, k]] for k in range(3)], axis=1).astype(np.float64))
-    sol = np.linalg.solve(dmat, np.concatenate(rhs, axis=2))  # (k, 3, 2 or 4): [x y 1] @ sol
+        values.append(shift[tris[ok]].astype(np.float64))
     tables = []
-    for j in range(len(rhs)):
+    for j, value in enumerate(values):  # (k, 3, 2): the mapped x and y at the three corners
+        e1, e2 = value[:, 1] - value[:, 0], value[:, 2] - value[:, 0]
+        gx = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) / det  # d value / dx, for x and y
+        gy = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) / det
+        c = value[:, 0] - gx * corners[:, 0, 0:1] - gy * corners[:, 0, 1:2]
         t = np.zeros((len(tris) + 1, 6), dtype=np.float32)
         t[0] = (0, 0, -1e4, 0, 0, -1e4) if j == 0 else 0
-        t[ok + 1] = np.stack([sol[:, 0, 2 * j], sol[:, 1, 2 * j], sol[:, 2, 2 * j],
-                              sol[:, 0, 2 * j + 1], sol[:, 1, 2 * j + 1], sol[:, 2, 2 * j + 1]], axis=1)
+        t[ok + 1] = np.stack([gx[:, 0], gy[:, 0], c[:, 0], gx[:, 1], gy[:, 1], c[:, 1]], axis=1)
         tables.append(t)
     return tables[0], (tables[1] if shift is not None else None)
