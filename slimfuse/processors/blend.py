@@ -93,8 +93,23 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, alpha: np.ndarray, crop_from
     roi_m = m.copy()
     roi_m[:, 2] += m[:, 0] * x0 + m[:, 1] * y0
     size = (x1 - x0, y1 - y0)
-    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
-    warped = cv2.warpAffine(crop, roi_m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
-    wa = cv2.warpAffine(a, roi_m, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    shift = _whole_pixel_shift(roi_m, size, crop.shape[:2])
+    if shift is not None:  # a crop cut on whole pixels: the warp would copy pixels, so slice instead
+        u, v = shift
+        warped, wa = crop[v:v + size[1], u:u + size[0]], a[v:v + size[1], u:u + size[0]]
+    else:
+        flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+        warped = cv2.warpAffine(crop, roi_m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
+        wa = cv2.warpAffine(a, roi_m, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     out[y0:y1, x0:x1] = feather_blend(frame[y0:y1, x0:x1], warped, wa)
     return out
+
+
+def _whole_pixel_shift(roi_m: np.ndarray, size: tuple[int, int], crop_shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """(u, v) when `roi_m` only moves by whole pixels and the ROI of `size` lies inside the crop there."""
+    if not np.array_equal(roi_m[:, :2], np.eye(2)) or not np.array_equal(roi_m[:, 2], np.round(roi_m[:, 2])):
+        return None
+    u, v = int(roi_m[0, 2]), int(roi_m[1, 2])
+    if u < 0 or v < 0 or u + size[0] > crop_shape[1] or v + size[1] > crop_shape[0]:
+        return None
+    return u, v

@@ -362,9 +362,8 @@ class MeshSwapper:
                                                max_shift=self.options.poisson_max_shift)
         else:
             blended = blend_ops.feather_blend(layers.base, layers.corrected, layers.alpha)
-        region = crop[y0:y1, x0:x1]
-        untouched = layers.changed == 0
-        blended[untouched] = region[untouched]  # the contract, whatever the blend did
+        np.copyto(blended, crop[y0:y1, x0:x1], where=(layers.changed == 0)[..., None])  # the contract, whatever
+        # the blend did
         out[y0:y1, x0:x1] = blended
         alpha_full[y0:y1, x0:x1] = layers.changed
         return out, alpha_full
@@ -624,7 +623,7 @@ class MeshSwapper:
         polygons = pts[tris]  # one gather for all triangles: this loop runs ~900 times a face, so keep it bare
         fill = cv2.fillConvexPoly
         for i in np.concatenate([back_idx, front_idx]).tolist():
-            fill(ids, polygons[i], i + 1, cv2.LINE_8, _SHIFT)
+            fill(ids, polygons[i], (i + 1,), cv2.LINE_8, _SHIFT)  # a tuple colour is parsed faster than an int
         return ids
 
     def _closed(self, lm: np.ndarray, frame: mask_ops.FaceFrame) -> bool:
