@@ -314,7 +314,7 @@ class MeshSwapper:
     def _darkness(self, image: np.ndarray, size: float) -> np.ndarray:
         """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide, as a
         share of the surroundings' brightness (a rim is nearly black on skin; a crease only a little darker)."""
-        luma = image.astype(np.float32) @ _LUMA
+        luma = _luma(image)
         dark = mask_ops.dark_lines(luma, self.options.occluder_width * size)
         return dark / (luma + dark + 1.0)
 
@@ -452,11 +452,11 @@ class MeshSwapper:
                 py = np.where(moved, gy - first[..., 1], gy).astype(np.float32)
                 ids = ids[np.clip(np.rint(py), 0, rh - 1).astype(np.intp), np.clip(np.rint(px), 0, rw - 1).astype(np.intp)]
 
-                stack = np.dstack([keep, trust_px, not_skin, damping])
-                stack = np.where(moved[..., None], cv2.remap(stack, px, py, cv2.INTER_LINEAR,
-                                                             borderMode=cv2.BORDER_REPLICATE), stack)
-                keep, trust_px, not_skin, damping = (np.ascontiguousarray(stack[..., k]) for k in range(4))
-                target_roi = np.where(moved[..., None], _remap_keeping_grain(target_roi, px, py), target_roi)
+                # Unmoved pixels sample their own whole-pixel position: the remaps copy them exactly.
+                stack = cv2.remap(cv2.merge([keep, trust_px, not_skin, damping]), px, py, cv2.INTER_LINEAR,
+                                  borderMode=cv2.BORDER_REPLICATE)
+                keep, trust_px, not_skin, damping = cv2.split(stack)
+                target_roi = _remap_keeping_grain(target_roi, px, py)
         painted = ids > 0
 
         # The source texture: one remap through the per-pixel triangle affine.
@@ -509,16 +509,17 @@ class MeshSwapper:
         the typical."""
         opt = self.options
         sigma = max(1.0, 0.5 * magnify)
-        luma_t = target.astype(np.float32) @ _LUMA
-        luma_s = corrected @ _LUMA
+        luma_t = _luma(target)
+        luma_s = _luma(corrected)
         band_t = luma_t - cv2.GaussianBlur(luma_t, (0, 0), sigma)
         band_s = luma_s - cv2.GaussianBlur(luma_s, (0, 0), sigma)
         skin = (weight > 0.5 * float(weight.max())) & (not_skin < 0.5)
-        if int(skin.sum()) < 16:
+        count = int(np.count_nonzero(skin))
+        if count < 16:
             return corrected
-        e_t = float(np.mean(np.square(band_t[skin])))
-        e_s = float(np.mean(np.square(band_s[skin])))
-        on_skin = (1.0 - not_skin)[..., None]
+        flat_skin = skin.ravel().astype(np.float32)
+        e_t = float(np.dot(flat_skin, np.square(band_t).ravel())) / count
+        e_s = float(np.dot(flat_skin, np.square(band_s).ravel())) / count
         if e_s > 2.0 * e_t:  # up to twice the target's passes: it reads as the same kind of skin
             gain = max(opt.detail_floor, math.sqrt(2.0 * e_t / e_s))
             delta = np.float32(gain - 1.0) * band_s
@@ -530,10 +531,12 @@ class MeshSwapper:
             local = cv2.GaussianBlur(np.square(band_t), (0, 0), 2.0 * sigma)
             typical = np.float32(opt.detail_texture * float(np.median(local[skin])))
             texture = band_t * np.sqrt(np.minimum(1.0, typical / np.maximum(local, 1e-6)))
-            delta = (np.float32(full) * border + np.float32(inner) * (1.0 - border)) * texture
+            delta = (np.float32(full - inner) * border + np.float32(inner)) * texture
         else:
             return corrected
-        return np.clip(corrected + delta[..., None] * on_skin, 0.0, 255.0)
+        delta *= 1.0 - not_skin
+        corrected += delta[..., None]
+        return np.clip(corrected, 0.0, 255.0, out=corrected)
 
     def _texture_trust(self, ids: np.ndarray, area2_t: np.ndarray, area2_s: np.ndarray, scale2: float,
                        size: float) -> np.ndarray:
@@ -686,6 +689,11 @@ def _remap_keeping_grain(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray
     out = cv2.remap(low, map_x, map_y, interpolation, borderMode=cv2.BORDER_REPLICATE)
     out += cv2.remap(img - low, map_x, map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def _luma(rgb: np.ndarray) -> np.ndarray:
+    """float32 luma (Rec. 601 weights) of an RGB image."""
+    return cv2.transform(np.asarray(rgb, dtype=np.float32), _LUMA[None, :])
 
 
 def _per_pixel_affine(table: np.ndarray, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
