@@ -40,29 +40,39 @@ def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.n
 def _normalized_blur_small(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.ndarray:
     """`normalized_blur` on the shrunk grid it is computed on (H / f, W / f, C) with f = sigma / _WORKING_SIGMA
     (at least 1): the result is smooth at that scale, so it is only enlarged where it is used."""
-    img: np.ndarray = np.asarray(image, dtype=np.float32)
+    return _normalized_blurs_small([image], weight, sigma)[0]
+
+
+def _normalized_blurs_small(images: list[np.ndarray], weight: np.ndarray, sigma: float) -> list[np.ndarray]:
+    """`_normalized_blur_small` of several images under one weight (its sums made once)."""
     w: np.ndarray = np.clip(np.asarray(weight, dtype=np.float32), 0.0, None)
     h, wd = w.shape
     factor = max(1.0, float(sigma) / _WORKING_SIGMA)
     sh, sw = max(1, int(round(h / factor))), max(1, int(round(wd / factor)))
-    num: np.ndarray = img * w[..., None]
-    den: np.ndarray
-    if (sh, sw) != (h, wd):
-        num = cv2.resize(num, (sw, sh), interpolation=cv2.INTER_AREA)
-        den = cv2.resize(w, (sw, sh), interpolation=cv2.INTER_AREA)
-    else:
-        den = w
+    shrink = (sh, sw) != (h, wd)
+    den = cv2.resize(w, (sw, sh), interpolation=cv2.INTER_AREA) if shrink else w
     total = float(den.sum())
     if total <= 0:
         raise ValueError("normalized_blur: the weight map is empty")
-    mean = num.reshape(-1, img.shape[2]).sum(0) / total
     s = float(sigma) * sw / wd
-    num = cv2.GaussianBlur(num, (0, 0), s, borderType=cv2.BORDER_CONSTANT)
-    den = cv2.GaussianBlur(den, (0, 0), s, borderType=cv2.BORDER_CONSTANT)
-    if num.ndim == 2:
-        num = num[..., None]
     eps = np.float32(1e-3)
-    return ((num + eps * mean[None, None, :]) / (den[..., None] + eps)).astype(np.float32)
+    den = cv2.GaussianBlur(den, (0, 0), s, borderType=cv2.BORDER_CONSTANT)[..., None] + eps
+    spread: dict[int, np.ndarray] = {}
+    out = []
+    for image in images:
+        img: np.ndarray = np.asarray(image, dtype=np.float32)
+        channels = 1 if img.ndim == 2 else img.shape[2]
+        if channels not in spread:  # the weight once per channel: numpy's broadcast over channels is slow
+            spread[channels] = cv2.merge([w] * channels) if channels > 1 else w
+        num: np.ndarray = cv2.multiply(img, spread[channels])
+        if shrink:
+            num = cv2.resize(num, (sw, sh), interpolation=cv2.INTER_AREA)
+        mean = num.reshape(-1, channels).sum(0) / total
+        num = cv2.GaussianBlur(num, (0, 0), s, borderType=cv2.BORDER_CONSTANT)
+        if num.ndim == 2:
+            num = num[..., None]
+        out.append(((num + eps * mean[None, None, :]) / den).astype(np.float32))
+    return out
 
 
 def low_frequency_gain(warped: np.ndarray, target: np.ndarray, weight: np.ndarray, sigma: float,
@@ -142,8 +152,9 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     sy, sr, sbl = cv2.split(src)
     ty, tr, tbl = cv2.split(tgt)
     e = np.float32(_CHROMA_OFFSET)
-    ty_lo, tr_lo, tb_lo = cv2.split(_normalized_blur_small(tgt, weight, sigma))
-    sy_lo, sr_lo, sb_lo = cv2.split(_normalized_blur_small(src, weight, sigma))
+    target_low, source_low = _normalized_blurs_small([tgt, src], weight, sigma)
+    ty_lo, tr_lo, tb_lo = cv2.split(target_low)
+    sy_lo, sr_lo, sb_lo = cv2.split(source_low)
     # The skin's chroma relative to its luma (chromaticity): shading is multiplicative, so a darker pixel of the
     # same skin, a brow or a lash, carries proportionally less of it; adding the bright skin's chroma to it in
     # full would make it a saturated brown that neither photo has. The source's chroma detail is what its pixel
