@@ -195,4 +195,5 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     darker = (np.minimum(y, t_luma) + e) / (t_luma + e)
     limit = np.maximum(_colourfulness(sr, sbl), t_colour * darker)
     scale = np.minimum(1.0, limit / np.maximum(_colourfulness(c_r, c_b), 1e-6))
-    return np.clip(_rgb(y, c_r * scale, c_b * scale), 0.0, 255.0)
+    out = _rgb(y, c_r * scale, c_b * scale)
+    return np.clip(out, 0.0, 255.0, out=out)

@@ -544,7 +544,10 @@ class MeshSwapper:
             # Texture only: where the band's local energy is far above the skin's typical (an edge of the target's
             # own features, which would ghost over the source's and pull the identity back), it is scaled down.
             local = cv2.GaussianBlur(np.square(band_t), (0, 0), 2.0 * sigma)
-            typical = np.float32(opt.detail_texture * float(np.median(local[skin])))
+            # The median of every other pixel each way: `local` is blurred well past that spacing, so it is the
+            # same level at a quarter of the cost.
+            sample = local[::2, ::2][skin[::2, ::2]]
+            typical = np.float32(opt.detail_texture * float(np.median(sample if sample.size else local[skin])))
             texture = band_t * np.sqrt(np.minimum(1.0, typical / np.maximum(local, 1e-6)))
             delta = (np.float32(full - inner) * border + np.float32(inner)) * texture
         else:
