@@ -10,7 +10,7 @@ from typing import Any
 from slimfuse.config import RunConfig, is_video
 from slimfuse.memory.levels import MemoryLevel
 from slimfuse.memory.plan import GENERATOR_KINDS, Device, MemoryPlan, ModelNeed, model_need, plan_memory
-from slimfuse.memory.probe import process_memory, system_memory
+from slimfuse.memory.probe import process_memory
 from slimfuse.models.runtime import RuntimeOptions
 from slimfuse.models.store import Store
 from slimfuse.models.variants import PASS, read_record, variant_filename
@@ -120,17 +120,8 @@ def _memory_plan(config: RunConfig, models: tuple[str, ...], variants: dict[str,
     baseline = process_memory().rss_bytes  # before the target's header is read: the run's own baseline
     frame = _frame_bytes(target, video) if budget is not None and device == "cpu" and target is not None else 0
     return plan_memory(needs, budget, baseline, device, frame, level.max_batch,
-                       level.queue_frames if video else 0, _render_workers(level, video),
+                       level.queue_frames if video else 0, level.render_workers if video and not level.chunked else 1,
                        one_generator=level.one_generator, chunked=video and level.chunked)
-
-
-def _render_workers(level: MemoryLevel, video: bool) -> int:
-    """The level's render threads for a video, at most one fewer than the cores: the decoder, the encoder and the
-    analysis thread share them too, and on two cores a second render thread cost more in contention than it gained
-    (`slimfuse bench video`: more CPU time per frame, no more frames per second)."""
-    if not video or level.chunked:
-        return 1
-    return max(1, min(level.render_workers, system_memory().logical_cores - 1))
 
 
 def _file_bytes(store: Store, name: str, variants: dict[str, str]) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import av
@@ -21,8 +20,6 @@ from slimfuse.memory.levels import LEVELS
 from slimfuse.memory.plan import CONSTANTS_SLACK, MB, ModelNeed, plan_memory
 from slimfuse.models.store import Store, sha256_file
 from slimfuse.models.variants import PASS, VariantRecord, now
-from slimfuse.memory.probe import system_memory
-from slimfuse.pipeline import plan as plan_module
 from slimfuse.pipeline.plan import RunPlan, plan_run
 from slimfuse.pipeline.run import run_models
 
@@ -73,18 +70,6 @@ def test_chunked_levels_give_a_video_s_generators_every_core_and_the_analysis_on
     assert _plan(store, *NEURAL, "--video-memory-level", "2", "--execution-thread-count", "2",
                  target=video).generator_threads is None  # the user's own count is every model's
     assert _plan(store, *NEURAL, "--video-memory-level", "2", target=Path("b.png")).generator_threads is None
-
-
-@pytest.mark.parametrize(("cores", "workers"), [(1, 1), (2, 1), (3, 2), (16, 2)])
-def test_a_video_renders_on_at_most_one_thread_fewer_than_the_cores(store: Store, monkeypatch: pytest.MonkeyPatch,
-                                                                     cores: int, workers: int) -> None:
-    # The decoder, the encoder and the analysis thread share the cores with the render threads.
-    machine = system_memory()
-    monkeypatch.setattr(plan_module, "system_memory", lambda: replace(machine, logical_cores=cores))
-    video = Path("b.mp4")
-    assert _plan(store, "--video-memory-level", "1", target=video).memory.render_workers == workers
-    assert _plan(store, "--video-memory-level", "0", target=video).memory.render_workers == 1  # the level's own
-    assert _plan(store, "--video-memory-level", "1", target=Path("b.png")).memory.render_workers == 1
 
 
 def test_a_budget_on_a_gpu_caps_the_device_arena_unless_a_limit_is_given(store: Store) -> None:
