@@ -76,10 +76,9 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, alpha: np.ndarray, crop_from
     m = m.reshape(2, 3)
     out = frame.copy()
     a = np.clip(np.asarray(alpha, dtype=np.float32), 0.0, 1.0)
-    nz = cv2.findNonZero((a > 0).astype(np.uint8))
-    if nz is None:
+    cx, cy, cw, ch = cv2.boundingRect((a > 0).astype(np.uint8))  # of the mask itself: no list of its points
+    if cw == 0 or ch == 0:
         return out
-    cx, cy, cw, ch = cv2.boundingRect(nz)
     frame_from_crop = cv2.invertAffineTransform(m)
     # Frame footprint of the alpha's bounding box (one pixel of slack for bilinear reach).
     corners = np.array([[cx - 1, cy - 1], [cx + cw, cy - 1], [cx - 1, cy + ch], [cx + cw, cy + ch]], np.float64)
