@@ -29,7 +29,7 @@ def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.n
     mean of the whole image is used, so the result is defined everywhere."""
     img: np.ndarray = np.asarray(image, dtype=np.float32)
     h, wd = img.shape[:2]
-    small = _normalized_blur_small(img, weight, sigma)
+    small = _normalized_blurs_small([img], weight, sigma)[0]
     if small.shape[:2] != (h, wd):
         small = cv2.resize(small, (wd, h), interpolation=cv2.INTER_LINEAR)
     if small.ndim == 2:
@@ -37,14 +37,10 @@ def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.n
     return small.astype(np.float32)
 
 
-def _normalized_blur_small(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.ndarray:
-    """`normalized_blur` on the shrunk grid it is computed on (H / f, W / f, C) with f = sigma / _WORKING_SIGMA
-    (at least 1): the result is smooth at that scale, so it is only enlarged where it is used."""
-    return _normalized_blurs_small([image], weight, sigma)[0]
-
-
 def _normalized_blurs_small(images: list[np.ndarray], weight: np.ndarray, sigma: float) -> list[np.ndarray]:
-    """`_normalized_blur_small` of several images under one weight (its sums made once)."""
+    """`normalized_blur` of each image under one weight (its sums made once), on the shrunk grid it is computed on
+    (H / f, W / f, C) with f = sigma / _WORKING_SIGMA (at least 1): the result is smooth at that scale, so it is only
+    enlarged where it is used."""
     w: np.ndarray = np.clip(np.asarray(weight, dtype=np.float32), 0.0, None)
     h, wd = w.shape
     factor = max(1.0, float(sigma) / _WORKING_SIGMA)
@@ -96,14 +92,14 @@ _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 _TO_OPPONENT = np.array([_LUMA, [1.0, 0.0, 0.0] - _LUMA, [0.0, 0.0, 1.0] - _LUMA], dtype=np.float32)
 
 
+def luma(rgb: np.ndarray) -> np.ndarray:
+    """float32 luma (H, W) of an RGB image."""
+    return cv2.transform(np.asarray(rgb, dtype=np.float32), _LUMA[None, :])
+
+
 def to_opponent(rgb: np.ndarray) -> np.ndarray:
     """(H, W, 3) RGB in 0..255 -> float32 (luma Y, R - Y, B - Y)."""
     return cv2.transform(np.asarray(rgb, dtype=np.float32), _TO_OPPONENT)
-
-
-def from_opponent(yc: np.ndarray) -> np.ndarray:
-    y, cr, cb = yc[..., 0], yc[..., 1], yc[..., 2]
-    return _rgb(y, cr, cb)
 
 
 def _rgb(y: np.ndarray, cr: np.ndarray, cb: np.ndarray) -> np.ndarray:

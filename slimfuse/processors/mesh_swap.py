@@ -49,8 +49,6 @@ from slimfuse.processors.raster import triangle_labels
 
 _SHIFT = 4
 _BOX_MARGIN = 4  # pixels kept around the outer mask's box (the shape transfer samples a little beyond it)
-_ONE = 1 << _SHIFT
-_LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 
 
 @dataclass(frozen=True)
@@ -316,7 +314,7 @@ class MeshSwapper:
     def _darkness(self, image: np.ndarray, size: float) -> np.ndarray:
         """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide, as a
         share of the surroundings' brightness (a rim is nearly black on skin; a crease only a little darker)."""
-        luma = _luma(image)
+        luma = color_ops.luma(image)
         dark = mask_ops.dark_lines(luma, self.options.occluder_width * size)
         return dark / (luma + dark + 1.0)
 
@@ -364,8 +362,8 @@ class MeshSwapper:
                                                max_shift=self.options.poisson_max_shift)
         else:
             blended = blend_ops.feather_blend(layers.base, layers.corrected, layers.alpha)
-        np.copyto(blended, crop[y0:y1, x0:x1], where=(layers.changed == 0)[..., None])  # the contract, whatever
-        # the blend did
+        # The contract, whatever the blend did: the crop's own pixels wherever nothing changed.
+        np.copyto(blended, crop[y0:y1, x0:x1], where=(layers.changed == 0)[..., None])
         out[y0:y1, x0:x1] = blended
         alpha_full[y0:y1, x0:x1] = layers.changed
         return out, alpha_full
@@ -524,8 +522,8 @@ class MeshSwapper:
         the typical."""
         opt = self.options
         sigma = max(1.0, 0.5 * magnify)
-        luma_t = _luma(target)
-        luma_s = _luma(corrected)
+        luma_t = color_ops.luma(target)
+        luma_s = color_ops.luma(corrected)
         band_t = luma_t - cv2.GaussianBlur(luma_t, (0, 0), sigma)
         band_s = luma_s - cv2.GaussianBlur(luma_s, (0, 0), sigma)
         skin = (weight > 0.5 * float(weight.max())) & (not_skin < 0.5)
@@ -702,11 +700,6 @@ def _remap_keeping_grain(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray
     out = cv2.remap(low, map_x, map_y, interpolation, borderMode=cv2.BORDER_REPLICATE)
     out += cv2.remap(img - low, map_x, map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
-
-
-def _luma(rgb: np.ndarray) -> np.ndarray:
-    """float32 luma (Rec. 601 weights) of an RGB image."""
-    return cv2.transform(np.asarray(rgb, dtype=np.float32), _LUMA[None, :])
 
 
 def _per_pixel_affine(table: np.ndarray, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
