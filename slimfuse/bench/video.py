@@ -11,7 +11,7 @@ import multiprocessing
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import av
@@ -62,6 +62,8 @@ class Row:
     setup_seconds: float | None = None
     psnr_vs_default: float | None = None
     fps_ratio_vs_transcode: float | None = None
+    fps_ratio_range: tuple[float, float] | None = None
+    """The lowest and highest ratio over the rounds (None after one round)."""
 
 
 def make_bench_clip(folder: Path, frames: int) -> Path:
@@ -107,51 +109,76 @@ def mean_psnr(a: Path, b: Path) -> float:
     return statistics.mean(values)
 
 
-def run(frames: int = 150, json_path: Path | None = None, plot_path: Path | None = None) -> list[Row]:
+def run(frames: int = 150, json_path: Path | None = None, plot_path: Path | None = None, rounds: int = 1,
+        variants: tuple[Variant, ...] = VARIANTS) -> list[Row]:
+    """Every variant once a round (the transcode first), each in a fresh process; with several rounds each row holds
+    the medians, and its ratio is the median of the ratios to the same round's transcode. variants: the transcode
+    first, then the default swap."""
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
     context = multiprocessing.get_context("spawn")
-    rows: list[Row] = []
+    measured: list[list[Row]] = [[] for _ in variants]
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-video-") as work:
         folder = Path(work)
         clip = make_bench_clip(folder, frames)
-        outputs = {}
-        for index, variant in enumerate(VARIANTS):
-            output = folder / f"out{index}.mp4"
-            queue = context.Queue()
-            process = context.Process(target=_run_variant, args=(variant, clip, output, queue))
-            process.start()
-            data = queue.get()
-            process.join()
-            rows.append(Row(**data))
-            outputs[variant.name] = output
-        default = outputs[VARIANTS[1].name]
-        transcode_fps = rows[0].fps
-        rows = [Row(**{**asdict(row),
-                       "psnr_vs_default": (mean_psnr(default, outputs[row.variant])
-                                           if row.detections is not None and outputs[row.variant] != default else None),
-                       "fps_ratio_vs_transcode": row.fps / transcode_fps}) for row in rows]
-    print(markdown_table(rows, frames))
+        outputs = [folder / f"out{index}.mp4" for index in range(len(variants))]
+        for _ in range(rounds):
+            for index, variant in enumerate(variants):
+                queue = context.Queue()
+                process = context.Process(target=_run_variant, args=(variant, clip, outputs[index], queue))
+                process.start()
+                data = queue.get()
+                process.join()
+                measured[index].append(Row(**data))
+        psnrs = [mean_psnr(outputs[1], output) if index > 1 else None for index, output in enumerate(outputs)]
+    rows = [summarise(runs, measured[0], psnr) for runs, psnr in zip(measured, psnrs, strict=True)]
+    print(markdown_table(rows, frames, rounds))
     if json_path is not None:
-        json_path.write_text(json.dumps({"frames": frames, "size": SIZE, "rows": [asdict(row) for row in rows]},
-                                        indent=2))
+        json_path.write_text(json.dumps({"frames": frames, "size": SIZE, "rounds": rounds,
+                                         "rows": [asdict(row) for row in rows]}, indent=2))
     if plot_path is not None:
         plot(rows, plot_path)
     return rows
 
 
-def markdown_table(rows: list[Row], frames: int) -> str:
+def summarise(runs: list[Row], transcodes: list[Row], psnr_vs_default: float | None) -> Row:
+    """One variant's runs as one row: median frames/s, seconds and setup, the largest peak RSS, and the median (and
+    range) of each run's frame rate over the transcode's in the same round. This machine's speed drifts from run to
+    run, so only ratios taken side by side mean much."""
+    ratios = [run.fps / transcode.fps for run, transcode in zip(runs, transcodes, strict=True)]
+    setups = [run.setup_seconds for run in runs if run.setup_seconds is not None]
+    first = runs[0]
+    return replace(first, seconds=statistics.median(run.seconds for run in runs),
+                   fps=statistics.median(run.fps for run in runs),
+                   peak_rss_mb=max(run.peak_rss_mb for run in runs),
+                   setup_seconds=statistics.median(setups) if setups else None, psnr_vs_default=psnr_vs_default,
+                   fps_ratio_vs_transcode=statistics.median(ratios),
+                   fps_ratio_range=(min(ratios), max(ratios)) if len(ratios) > 1 else None)
+
+
+def markdown_table(rows: list[Row], frames: int, rounds: int = 1) -> str:
     header = ["run", "frames/s", "x transcode", "peak RSS MB", "setup s", "detections", "generated", "reused",
               "PSNR vs default dB"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        cells = [row.variant, f"{row.fps:.1f}", f"{row.fps_ratio_vs_transcode:.2f}", f"{row.peak_rss_mb:.0f}",
+        cells = [row.variant, f"{row.fps:.1f}", _ratio(row), f"{row.peak_rss_mb:.0f}",
                  "" if row.setup_seconds is None else f"{row.setup_seconds:.2f}",
                  _maybe(row.detections), _maybe(row.generated), _maybe(row.reused),
                  "" if row.psnr_vs_default is None else f"{row.psnr_vs_default:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
+    each = "each run" if rounds == 1 else (f"medians of {rounds} rounds, every variant once a round (ratios to the same "
+                                           "round's transcode, their range in brackets), each run")
     lines.append(f"\n{frames} frames of 1280x720 at 25 fps with audio; libx264 veryfast, quality 80; the mesh swapper; "
-                 "each run in a fresh process; frames/s counts from the first frame (model loading and source preparation are "
-                 "'setup s').")
+                 f"{each} in a fresh process; frames/s counts from the first frame (model loading and source preparation "
+                 "are 'setup s').")
     return "\n".join(lines)
+
+
+def _ratio(row: Row) -> str:
+    text = f"{row.fps_ratio_vs_transcode:.2f}"
+    if row.fps_ratio_range is not None and row.fps_ratio_vs_transcode != 1.0:
+        text += f" ({row.fps_ratio_range[0]:.2f}-{row.fps_ratio_range[1]:.2f})"
+    return text
 
 
 def _maybe(value: int | None) -> str:

@@ -17,6 +17,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_common_options(image)
     video = kinds.add_parser("video", help="720p video swap against a plain transcode, with memory and reuse")
     video.add_argument("--frames", type=int, default=150, help="length of the benchmark clip")
+    video.add_argument("--rounds", type=_positive_int, default=1,
+                       help="run every variant this many times, in turn; the medians are reported")
     _add_json(video)
     _add_plot(video, "frames/s per run")
     add_common_options(video)
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "video":
         from slimfuse.bench import video
 
-        video.run(frames=args.frames, json_path=args.json, plot_path=args.plot)
+        video.run(frames=args.frames, json_path=args.json, plot_path=args.plot, rounds=args.rounds)
         return 0
     from slimfuse.bench import image
 
