@@ -105,7 +105,11 @@ def test_udp_in_udp_out_frames_in_order_with_the_source_face_then_a_cut(
     assert len(sent) - 2 <= data["input_frames"] <= len(sent)
     assert data["processed"] + data["dropped_input"] == data["input_frames"]
     # Frames that arrive together (the probe's, the first ones while the models warm up) replace each other.
-    assert data["written"] == data["processed"] >= data["input_frames"] // 2
+    assert data["processed"] >= data["input_frames"] // 2
+    # The output keeps only the newest frame too: every processed frame is written or counted as dropped there. On
+    # a loaded machine the writer can miss one now and then; a tenth would be the output falling behind.
+    assert data["written"] + data["dropped_output"] == data["processed"]
+    assert data["dropped_output"] <= data["processed"] // 10, data
     # UDP may drop a datagram on a loaded machine even on loopback; a frame whose start is lost merges with the one
     # before, so the reader may see one fewer. More than that would be the output losing frames.
     assert data["written"] - 1 <= len(received) <= data["written"]
