@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from slimfuse.bench.fresh_process import measure_in_fresh_process
 from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import MESH_MODEL
@@ -125,15 +126,7 @@ def _child(name: str, runs: int, queue: multiprocessing.Queue) -> None:  # type:
 
 
 def run(runs: int = 20, json_path: Path | None = None, plot_path: Path | None = None) -> list[TargetResult]:
-    context = multiprocessing.get_context("spawn")
-    results = []
-    for name in TARGETS:
-        queue = context.Queue()
-        process = context.Process(target=_child, args=(name, runs, queue))
-        process.start()
-        data = queue.get()
-        process.join()
-        results.append(TargetResult(**data))
+    results = [TargetResult(**measure_in_fresh_process(_child, name, runs)) for name in TARGETS]
     print(markdown_table(results, runs))
     if json_path is not None:
         json_path.write_text(json.dumps([asdict(result) for result in results], indent=2))

@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image
 
 from slimfuse.bench.clips import make_clip, pan
+from slimfuse.bench.fresh_process import measure_in_fresh_process
 from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.metrics import psnr
 from slimfuse.media.video_encoding import EncodeSettings
@@ -116,7 +117,6 @@ def run(frames: int = 150, json_path: Path | None = None, plot_path: Path | None
     first, then the default swap."""
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
-    context = multiprocessing.get_context("spawn")
     measured: list[list[Row]] = [[] for _ in variants]
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-video-") as work:
         folder = Path(work)
@@ -124,12 +124,7 @@ def run(frames: int = 150, json_path: Path | None = None, plot_path: Path | None
         outputs = [folder / f"out{index}.mp4" for index in range(len(variants))]
         for _ in range(rounds):
             for index, variant in enumerate(variants):
-                queue = context.Queue()
-                process = context.Process(target=_run_variant, args=(variant, clip, outputs[index], queue))
-                process.start()
-                data = queue.get()
-                process.join()
-                measured[index].append(Row(**data))
+                measured[index].append(Row(**measure_in_fresh_process(_run_variant, variant, clip, outputs[index])))
         psnrs = [mean_psnr(outputs[1], output) if index > 1 else None for index, output in enumerate(outputs)]
     rows = [summarise(runs, measured[0], psnr) for runs, psnr in zip(measured, psnrs, strict=True)]
     print(markdown_table(rows, frames, rounds))
