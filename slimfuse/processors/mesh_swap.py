@@ -169,6 +169,7 @@ class SourceFace:
                 lv.setflags(write=False)
             object.__setattr__(self, "levels", tuple(levels))
         object.__setattr__(self, "_upsampled", {})
+        object.__setattr__(self, "_meshes", {})
 
     @staticmethod
     def magnified(ratio: float) -> int:
@@ -189,6 +190,21 @@ class SourceFace:
             big.setflags(write=False)
             cache[(factor, sharpen)] = big
         return cache[(factor, sharpen)]
+
+
+@dataclass(frozen=True)
+class SourceMesh:
+    """The source mesh at one scale: what every target face swapped from it reuses.
+
+    triangles: the swapper's triangles it was made for; vertices: (V + 3, 3) float32, the hole centres appended;
+    corners: (T, 3, 2) float64, each triangle's corners; areas: (T,) twice each triangle's signed area;
+    mouth_closed: whether the source's mouth is closed."""
+
+    triangles: np.ndarray
+    vertices: np.ndarray
+    corners: np.ndarray
+    areas: np.ndarray
+    mouth_closed: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -394,16 +410,11 @@ class MeshSwapper:
         ratio = float(max(span.max(), 1.0)) / max(source.face_size, 1.0)
         level = 0 if ratio >= 1.0 else int(min(math.floor(math.log2(1.0 / ratio)), len(source.levels) - 1))
         up = source.magnified(ratio) if level == 0 else 1
-        if up > 1:
-            src_img = source.upsampled(up, opt.magnify_sharpen)
-            ls = (source.landmarks + np.float32(0.5)) * np.float32(up) - np.float32(0.5)
-            ls[:, 2] = source.landmarks[:, 2] * np.float32(up)
-        else:
-            src_img = source.levels[level]
-            ls = source.landmarks * np.float32(0.5**level)
+        src_img = source.upsampled(up, opt.magnify_sharpen) if up > 1 else source.levels[level]
+        mesh = self._source_mesh(source, level, up)
 
         vt = self._with_hole_centres(lt)
-        vs = self._with_hole_centres(ls)
+        vs = mesh.vertices
         vt_roi = vt.copy()
         vt_roi[:, 0] -= x0
         vt_roi[:, 1] -= y0
@@ -411,8 +422,7 @@ class MeshSwapper:
         tris = self._triangles
         ta, tb, tc = vt_roi[tris[:, 0]], vt_roi[tris[:, 1]], vt_roi[tris[:, 2]]
         area2_t = _cross2(tb - ta, tc - ta)
-        sa, sb, sc = vs[tris[:, 0]], vs[tris[:, 1]], vs[tris[:, 2]]
-        area2_s = _cross2(sb - sa, sc - sa)
+        area2_s = mesh.areas
         drawable = np.abs(area2_t) > 1e-2
         front = area2_t > 1e-2
 
@@ -439,10 +449,9 @@ class MeshSwapper:
         vt_roi[:, 1] -= by0
 
         # Per-triangle affine maps from target (ROI) pixels to source pixels and to the shape-transfer shift.
-        keep_lips = opt.keep_mouth and self._closed(lt, frame) and not self._closed(
-            ls, mask_ops.face_frame(ls, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"]))
+        keep_lips = opt.keep_mouth and self._closed(lt, frame) and not mesh.mouth_closed
         shift_v = self._vertex_shift(vt_roi, vs, size, keep_lips) if opt.shape_transfer > 0 else None
-        coef_src, coef_shift = _affine_tables(tris, vt_roi, vs, shift_v, drawable)
+        coef_src, coef_shift = _affine_tables(tris, vt_roi, mesh.corners, shift_v, drawable)
         keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw), keep_lips)
 
         # Where each output pixel looks on the target mesh: itself, or (shape transfer) the point the smooth
@@ -545,7 +554,7 @@ class MeshSwapper:
             # The median of every other pixel each way: `local` is blurred well past that spacing, so it is the
             # same level at a quarter of the cost.
             sample = local[::2, ::2][skin[::2, ::2]]
-            typical = np.float32(opt.detail_texture * float(np.median(sample if sample.size else local[skin])))
+            typical = np.float32(opt.detail_texture * _median(sample if sample.size else local[skin]))
             texture = band_t * np.sqrt(np.minimum(1.0, typical / np.maximum(local, 1e-6)))
             delta = (np.float32(full - inner) * border + np.float32(inner)) * texture
         else:
@@ -640,6 +649,26 @@ class MeshSwapper:
         order = np.concatenate([back_idx, front_idx])
         return triangle_labels(v[tris[order], :2], order + 1, shape)
 
+    def _source_mesh(self, source: SourceFace, level: int, up: int) -> SourceMesh:
+        """The source's mesh at pyramid `level` or magnified `up` times (made once per scale, then cached)."""
+        cache: dict[tuple[float, int, int], SourceMesh] = source._meshes  # type: ignore[attr-defined]
+        key = (self.options.closed_mouth, level, up)
+        known = cache.get(key)
+        if known is None or known.triangles is not self._triangles:  # made by another swapper
+            if up > 1:
+                ls = (source.landmarks + np.float32(0.5)) * np.float32(up) - np.float32(0.5)
+                ls[:, 2] = source.landmarks[:, 2] * np.float32(up)
+            else:
+                ls = source.landmarks * np.float32(0.5**level)
+            vs = self._with_hole_centres(ls)
+            corners = vs[self._triangles, :2].astype(np.float64)
+            rings = self._rings
+            frame = mask_ops.face_frame(ls, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"])
+            cache[key] = SourceMesh(triangles=self._triangles, vertices=vs, corners=corners,
+                                            areas=_cross2(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]),
+                                            mouth_closed=self._closed(ls, frame))
+        return cache[key]
+
     def _closed(self, lm: np.ndarray, frame: mask_ops.FaceFrame) -> bool:
         """Whether the mouth of this mesh is closed (its inner-lip opening under `closed_mouth` of the face)."""
         return _opening(lm[self._rings["lips_inner"], :2], frame.down) < self.options.closed_mouth * frame.size
@@ -702,6 +731,16 @@ def _remap_keeping_grain(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
+def _median(values: np.ndarray) -> float:
+    """np.median of a flat float32 array, to the bit, from one partition (np.median's checks cost more than that
+    on a few thousand values)."""
+    half = values.size // 2
+    if values.size % 2:
+        return float(np.partition(values, half)[half])
+    part = np.partition(values, [half - 1, half])
+    return float((part[half - 1] + part[half]) / values.dtype.type(2))
+
+
 def _per_pixel_affine(table: np.ndarray, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each pixel's triangle's affine map (`table` rows as in `_affine_tables`, picked by the id image) applied to
     (x, y): the mapped x and y images, float32. One gather per coefficient (a gather of whole rows is slower)."""
@@ -758,7 +797,7 @@ def _similarity_align(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return scale * a @ rot.T + md
 
 
-def _affine_tables(tris: np.ndarray, vt: np.ndarray, vs: np.ndarray, shift: np.ndarray | None,
+def _affine_tables(tris: np.ndarray, vt: np.ndarray, source_corners: np.ndarray, shift: np.ndarray | None,
                    drawable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-triangle affine coefficients (row 0 = "no triangle"), each (T + 1, 6) float32 as
     (ax, bx, cx, ay, by, cy): a target pixel (x, y) maps to (ax x + bx y + cx, ay x + by y + cy).
@@ -768,17 +807,15 @@ def _affine_tables(tris: np.ndarray, vt: np.ndarray, vs: np.ndarray, shift: np.n
     corners = vt[tris[ok], :2].astype(np.float64)  # (k, 3, 2)
     d1, d2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
     det = (d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0])[:, None]
-    values = [vs[tris[ok], :2].astype(np.float64)]
+    value = source_corners[ok]  # (k, 3, m): the mapped values at the three corners, both tables' side by side
     if shift is not None:
-        values.append(shift[tris[ok]].astype(np.float64))
-    tables = []
-    for j, value in enumerate(values):  # (k, 3, 2): the mapped x and y at the three corners
-        e1, e2 = value[:, 1] - value[:, 0], value[:, 2] - value[:, 0]
-        gx = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) / det  # d value / dx, for x and y
-        gy = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) / det
-        c = value[:, 0] - gx * corners[:, 0, 0:1] - gy * corners[:, 0, 1:2]
-        t = np.zeros((len(tris) + 1, 6), dtype=np.float32)
-        t[0] = (0, 0, -1e4, 0, 0, -1e4) if j == 0 else 0
-        t[ok + 1] = np.stack([gx[:, 0], gy[:, 0], c[:, 0], gx[:, 1], gy[:, 1], c[:, 1]], axis=1)
-        tables.append(t)
-    return tables[0], (tables[1] if shift is not None else None)
+        value = np.concatenate([value, shift[tris[ok]].astype(np.float64)], axis=2)
+    e1, e2 = value[:, 1] - value[:, 0], value[:, 2] - value[:, 0]
+    gx = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) / det  # d value / dx, for each mapped value
+    gy = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) / det
+    c = value[:, 0] - gx * corners[:, 0, 0:1] - gy * corners[:, 0, 1:2]
+    rows = np.stack([gx, gy, c], axis=2).reshape(len(ok), -1)  # (k, 3 m): (ax, bx, cx) of each value in turn
+    both = np.zeros((len(tris) + 1, rows.shape[1]), dtype=np.float32)
+    both[0, :6] = (0, 0, -1e4, 0, 0, -1e4)
+    both[ok + 1] = rows
+    return both[:, :6], (both[:, 6:] if shift is not None else None)

@@ -31,7 +31,7 @@ def triangle_labels(corners: np.ndarray, labels: np.ndarray, shape: tuple[int, i
     # One span per triangle and pixel row: the pixels whose centres lie in the triangle (or on its edge), from its
     # three edge functions a x + b y + c >= 0, signed by the orientation.
     triangle = np.repeat(np.arange(len(c)), rows)
-    y = np.repeat(y0, rows) + _ranks(rows)
+    y = _runs(y0, rows)
     area = (c[:, 1, 0] - c[:, 0, 0]) * (c[:, 2, 1] - c[:, 0, 1]) - (c[:, 1, 1] - c[:, 0, 1]) * (c[:, 2, 0] - c[:, 0, 0])
     sign = np.where(area < 0, -1.0, 1.0)
     left = np.full(len(y), -np.inf)
@@ -55,13 +55,14 @@ def triangle_labels(corners: np.ndarray, labels: np.ndarray, shape: tuple[int, i
     if total == 0:
         return flat.reshape(h, w)
     starts = y * w + np.where(counts > 0, first, 0).astype(np.int64)
-    pixel = np.repeat(starts, counts) + _ranks(counts)
-    np.maximum.at(flat, pixel, np.repeat(triangle.astype(np.int32) + 1, counts))  # the last triangle drawn wins
-    lookup = np.concatenate([[0], np.asarray(labels, dtype=np.int32)])
-    return lookup[flat].reshape(h, w)
+    pixel = _runs(starts, counts)
+    # The spans run in drawing order and np.put writes its values in order, so where triangles overlap the last
+    # one drawn wins.
+    np.put(flat, pixel, np.repeat(np.asarray(labels, dtype=np.int32)[triangle], counts))
+    return flat.reshape(h, w)
 
 
-def _ranks(counts: np.ndarray) -> np.ndarray:
-    """0, 1, ... count - 1 for each count in turn, concatenated."""
-    total = int(counts.sum())
-    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+def _runs(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """starts[i], starts[i] + 1, ... starts[i] + counts[i] - 1 for each i in turn, concatenated (int64)."""
+    ends = np.cumsum(counts)
+    return np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)

@@ -165,3 +165,21 @@ def test_a_swapped_still_face_does_not_flicker(tmp_path: Path, grace_hopper: np.
     (input_pixels, _), (output_pixels, output_colour) = change(before), change(after)
     assert np.any(after[10][face] != before[10][face])
     assert output_pixels <= input_pixels and output_colour < 0.2
+
+
+def test_opencv_runs_single_threaded_inside_the_block_and_as_before_after() -> None:
+    import cv2
+
+    from slimfuse.pipeline.video import opencv_threads
+
+    before = cv2.getNumThreads()
+    cv2.setNumThreads(3)
+    try:
+        with opencv_threads(1):
+            assert cv2.getNumThreads() == 1
+        assert cv2.getNumThreads() == 3
+        with pytest.raises(RuntimeError), opencv_threads(1):
+            raise RuntimeError("a failed frame")
+        assert cv2.getNumThreads() == 3
+    finally:
+        cv2.setNumThreads(before)

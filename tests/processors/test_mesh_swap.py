@@ -272,6 +272,21 @@ def test_deterministic_and_source_reusable(topology, faces) -> None:
         src.image[0, 0, 0] = 1  # the prepared source is frozen
 
 
+def test_a_source_shared_by_swappers_of_other_options_swaps_as_a_fresh_one(topology, faces) -> None:
+    """The source mesh a swapper keeps on the prepared source is its own: a swapper that calls mouths closed
+    up to a wider opening (so the astronaut's smile counts as closed) does not reuse the first one's."""
+    crop, lm, _ = face_crop(*faces["grace_hopper"])
+    first = MeshSwapper(topology)
+    shared = first.prepare_source(*faces["astronaut"])
+    first.swap_crop(crop, lm, shared)
+    other = MeshSwapper(topology, MeshSwapOptions(closed_mouth=0.5))
+    fresh = other.prepare_source(*faces["astronaut"])
+    expected = other.swap_crop(crop, lm, fresh)
+    assert not np.array_equal(expected[0], first.swap_crop(crop, lm, shared)[0])  # the option matters here
+    got = other.swap_crop(crop, lm, shared)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+
 def test_prepare_source_limits_size_and_builds_pyramid(topology, faces) -> None:
     img, lm = faces["grace_hopper"]
     big = cv2.resize(img, None, fx=4, fy=4, interpolation=cv2.INTER_CUBIC)
