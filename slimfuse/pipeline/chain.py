@@ -184,10 +184,13 @@ class Chain:
         return prepared
 
     def render(self, chunk: Sequence[tuple[np.ndarray, Sequence[Target]]], prepared: Sequence[object],
-               reuse: ReuseCache) -> list[np.ndarray]:
+               reuse: ReuseCache, overwrite: bool = False) -> list[np.ndarray]:
         """Each frame with its targets processed, frames in order: each processor runs over the whole chunk (its
-        crops batched together) before the next, then the frame enhancer over each frame."""
+        crops batched together) before the next, then the frame enhancer over each frame. A frame is copied once,
+        at its first face, and every face pasted into that copy; with `overwrite` (frames the caller owns and no
+        longer needs) not even once."""
         frames = [rgb for rgb, _ in chunk]
+        owned = [overwrite] * len(frames)
         for index, (stage, processor, state) in enumerate(zip(self.stages, self.processors, prepared, strict=True)):
             if stage in self._off:
                 continue
@@ -206,7 +209,9 @@ class Chain:
                     slot.result = result
             for number, crop, slot in placed:
                 result = slot.fitted(crop.image.shape[:2])
-                frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame)
+                frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame,
+                                            in_place=owned[number])
+                owned[number] = True
             self.residency.after_stage(processor)
         return [self._enhance_frame(frame) for frame in frames]
 

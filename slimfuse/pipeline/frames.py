@@ -64,14 +64,16 @@ class FrameLoop:
         self._swapped += len(targets)
         return targets
 
-    def render(self, rgb: np.ndarray, targets: list[Target]) -> np.ndarray:
-        """Swap `targets` into the frame. Safe to call from several threads for different frames when reuse is
-        off (with reuse on, call it in frame order)."""
-        return self.render_many([(rgb, targets)])[0]
+    def render(self, rgb: np.ndarray, targets: list[Target], overwrite: bool = False) -> np.ndarray:
+        """Swap `targets` into the frame (with `overwrite`, into `rgb` itself: a frame the caller owns and no
+        longer needs). Safe to call from several threads for different frames when reuse is off (with reuse on,
+        call it in frame order)."""
+        return self.render_many([(rgb, targets)], overwrite)[0]
 
-    def render_many(self, chunk: Sequence[tuple[np.ndarray, list[Target]]]) -> list[np.ndarray]:
+    def render_many(self, chunk: Sequence[tuple[np.ndarray, list[Target]]],
+                    overwrite: bool = False) -> list[np.ndarray]:
         """Swap each frame's targets into it, frames in order, each processor over the whole chunk at once."""
-        return self.chain.render(chunk, self.prepared, self.reuse)
+        return self.chain.render(chunk, self.prepared, self.reuse, overwrite)
 
     def use_sources(self, prepared: Sequence[object]) -> None:
         """Swap another person in from the next frame on (the processors' state from Run.prepare_sources); no face

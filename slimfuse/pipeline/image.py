@@ -31,7 +31,7 @@ def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
     targets = loop.analyse(rgb, 0.0)
     if not targets:
         raise NoTargetFaceError(origin)
-    return loop.render(rgb.copy(), targets), loop.stats()
+    return loop.render(rgb.copy(), targets, overwrite=True), loop.stats()
 
 
 def swap_image_file(run: Run, target: Path, output: Path, reference: np.ndarray | None = None) -> ImageResult:

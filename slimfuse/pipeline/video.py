@@ -61,7 +61,7 @@ class VideoResult:
 
 
 def _render(frames: FrameLoop, frame: VideoFrame, targets: Future[list[Target]]) -> np.ndarray:
-    return frames.render(frame.rgb, targets.result())
+    return frames.render(frame.rgb, targets.result(), overwrite=True)  # the decoded frame is the job's own
 
 
 @contextmanager
@@ -185,7 +185,7 @@ class VideoSwapJob:
         def flush() -> None:
             if not chunk:
                 return
-            rendered = frames.render_many([(frame.rgb, targets) for frame, targets in chunk])
+            rendered = frames.render_many([(frame.rgb, targets) for frame, targets in chunk], overwrite=True)
             for (frame, _), rgb in zip(chunk, rendered, strict=True):
                 writer.write(frame.with_rgb(rgb))
                 self.progress.advance()

@@ -61,20 +61,23 @@ def poisson_blend(base: np.ndarray, overlay: np.ndarray, alpha: np.ndarray, thre
     return feather_blend(base, cloned, hard)
 
 
-def paste_back(frame: np.ndarray, crop: np.ndarray, alpha: np.ndarray, crop_from_frame: np.ndarray) -> np.ndarray:
+def paste_back(frame: np.ndarray, crop: np.ndarray, alpha: np.ndarray, crop_from_frame: np.ndarray, *,
+               in_place: bool = False) -> np.ndarray:
     """Composite a processed crop back into the full frame it was cut from.
 
     frame: (H, W, 3) uint8; crop: (h, w, 3) uint8; alpha: (h, w) float32 in [0, 1], where the crop differs
     from what was cut; crop_from_frame: 2x3 affine taking frame pixels to crop pixels. Works only on the
     frame's bounding box of the crop's non-zero alpha, so the cost does not grow with the frame size.
-    Returns a new frame; pixels where the warped alpha is 0 are bit-identical to the input."""
+    Returns a new frame, or with `in_place` `frame` itself, written into (a frame the caller owns: a fresh
+    720p frame costs about as much as a colour step of the swap, mostly the kernel's page faults); pixels where
+    the warped alpha is 0 are bit-identical to the input."""
     if frame.ndim != 3 or crop.ndim != 3 or alpha.shape != crop.shape[:2]:
         raise ValueError("paste_back: frame and crop must be HxWx3 and alpha the crop's HxW")
     m = np.asarray(crop_from_frame, dtype=np.float64)
     if m.shape == (3, 3):
         m = m[:2]
     m = m.reshape(2, 3)
-    out = frame.copy()
+    out = frame if in_place else frame.copy()
     a = np.clip(np.asarray(alpha, dtype=np.float32), 0.0, 1.0)
     cx, cy, cw, ch = cv2.boundingRect((a > 0).astype(np.uint8))  # of the mask itself: no list of its points
     if cw == 0 or ch == 0:
@@ -102,7 +105,7 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, alpha: np.ndarray, crop_from
         flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
         warped = cv2.warpAffine(crop, roi_m, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
         wa = cv2.warpAffine(a, roi_m, size, flags=flags, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
-    out[y0:y1, x0:x1] = feather_blend(frame[y0:y1, x0:x1], warped, wa)
+    out[y0:y1, x0:x1] = feather_blend(out[y0:y1, x0:x1], warped, wa)
     return out
 
 

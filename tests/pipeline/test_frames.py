@@ -31,6 +31,21 @@ def _crossing(grace_hopper: np.ndarray, astronaut: np.ndarray, frames: int = 40)
     return clip
 
 
+def test_render_leaves_the_callers_frame_alone_unless_told_to_overwrite_it(pool: ModelPool, astronaut_path: Path,
+                                                                         grace_hopper: np.ndarray) -> None:
+    canvas = np.full((360, 640, 3), 80, dtype=np.uint8)
+    place(canvas, grace_hopper, GRACE_HOPPER_FACE, 110, (200, 180))
+    place(canvas, grace_hopper, GRACE_HOPPER_FACE, 110, (460, 180))  # two faces: both pasted into one copy
+    swapper = _swapper(pool, astronaut_path, face_selector_mode="many")
+    targets = swapper.analyse(canvas, 0.0)
+    assert len(targets) == 2
+    frame = canvas.copy()
+    rendered = swapper.render(frame, targets)
+    assert rendered is not frame and np.array_equal(frame, canvas) and not np.array_equal(rendered, canvas)
+    overwritten = swapper.render(frame, targets, overwrite=True)
+    assert overwritten is frame and np.array_equal(frame, rendered)
+
+
 def test_a_still_face_does_not_jitter(pool: ModelPool, grace_hopper: np.ndarray, astronaut_path: Path,
                                       tmp_path: Path) -> None:
     """On a clip made from a still photo (so only the encoder's noise changes between frames), the smoothed

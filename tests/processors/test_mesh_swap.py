@@ -155,6 +155,8 @@ def test_paste_back_leaves_pixels_outside_alpha_identical(topology, faces) -> No
     full[inside] = alpha[cy[inside], cx[inside]] == 1.0
     back = cv2.warpAffine(out, m, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
     assert np.abs(pasted[full].astype(int) - back[full].astype(int)).mean() < 1.0
+    owned = frame.copy()
+    assert paste_back(owned, out, alpha, m, in_place=True) is owned and np.array_equal(owned, pasted)
 
 
 def test_paste_back_on_a_large_frame_is_local_and_exact() -> None:
