@@ -68,9 +68,8 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, alpha: np.ndarray, crop_from
     frame: (H, W, 3) uint8; crop: (h, w, 3) uint8; alpha: (h, w) float32 in [0, 1], where the crop differs
     from what was cut; crop_from_frame: 2x3 affine taking frame pixels to crop pixels. Works only on the
     frame's bounding box of the crop's non-zero alpha, so the cost does not grow with the frame size.
-    Returns a new frame, or with `in_place` `frame` itself, written into (a frame the caller owns: a fresh
-    720p frame costs about as much as a colour step of the swap, mostly the kernel's page faults); pixels where
-    the warped alpha is 0 are bit-identical to the input."""
+    Returns a new frame, or with `in_place` `frame` itself, written into (a frame the caller owns and no longer
+    needs: a video's decoded frame); pixels where the warped alpha is 0 are bit-identical to the input."""
     if frame.ndim != 3 or crop.ndim != 3 or alpha.shape != crop.shape[:2]:
         raise ValueError("paste_back: frame and crop must be HxWx3 and alpha the crop's HxW")
     m = np.asarray(crop_from_frame, dtype=np.float64)
