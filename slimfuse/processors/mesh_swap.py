@@ -662,11 +662,13 @@ class MeshSwapper:
                 ls = source.landmarks * np.float32(0.5**level)
             vs = self._with_hole_centres(ls)
             corners = vs[self._triangles, :2].astype(np.float64)
+            areas = _cross2(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+            for shared in (vs, corners, areas):  # read by every render thread
+                shared.setflags(write=False)
             rings = self._rings
             frame = mask_ops.face_frame(ls, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"])
-            cache[key] = SourceMesh(triangles=self._triangles, vertices=vs, corners=corners,
-                                            areas=_cross2(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]),
-                                            mouth_closed=self._closed(ls, frame))
+            cache[key] = SourceMesh(triangles=self._triangles, vertices=vs, corners=corners, areas=areas,
+                                    mouth_closed=self._closed(ls, frame))
         return cache[key]
 
     def _closed(self, lm: np.ndarray, frame: mask_ops.FaceFrame) -> bool:
@@ -801,8 +803,9 @@ def _affine_tables(tris: np.ndarray, vt: np.ndarray, source_corners: np.ndarray,
                    drawable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-triangle affine coefficients (row 0 = "no triangle"), each (T + 1, 6) float32 as
     (ax, bx, cx, ay, by, cy): a target pixel (x, y) maps to (ax x + bx y + cx, ay x + by y + cy).
-    The first table maps target pixels to source pixels, the second (if `shift` is given) to the
-    shape-transfer shift, interpolated linearly inside each triangle."""
+    The first table maps target pixels to source pixels (source_corners: (T, 3, 2) float64, each triangle's corners
+    in the source), the second (if `shift` is given) to the shape-transfer shift, interpolated linearly inside
+    each triangle."""
     ok = np.nonzero(drawable)[0]
     corners = vt[tris[ok], :2].astype(np.float64)  # (k, 3, 2)
     d1, d2 = corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]
