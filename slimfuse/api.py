@@ -30,10 +30,10 @@ from slimfuse.config import RunConfig
 from slimfuse.errors import UsageError
 from slimfuse.faces.align import five_points
 from slimfuse.faces.types import Face
-from slimfuse.media.image_io import check_output_path, read_image, write_image_atomic
+from slimfuse.media.destination import check_output
+from slimfuse.media.image_io import read_image, write_image_atomic
 from slimfuse.media.video_reader import FrameSpan
 from slimfuse.pipeline.image import swap_frame, swap_image_file
-from slimfuse.pipeline.jobs import check_output
 from slimfuse.pipeline.run import Run, SourceImage, build_run
 from slimfuse.pipeline.video import CountingProgress, VideoResult, VideoSwapJob
 
@@ -89,14 +89,16 @@ class Swapper:
         (atomically; a target file keeps its alpha, colour profile and 16-bit depth). reference: a photo of the
         person to replace (reference selection for this call). NoTargetFaceError when no face is selected."""
         reference_rgb = None if reference is None else _rgb(reference)
+        path = None if isinstance(image, np.ndarray) else Path(image)
+        if output is not None:
+            check_output(Path(output), path, self.config.inputs)
         with self._lock:
-            if output is not None and not isinstance(image, np.ndarray):
-                written = swap_image_file(self._run, Path(image), Path(output), reference_rgb).output
+            if output is not None and path is not None:
+                written = swap_image_file(self._run, path, Path(output), reference_rgb).output
                 return read_image(written).rgb
             rgb = _rgb(image)
             result, _ = swap_frame(self._run, rgb, Path("image"), reference_rgb)
             if output is not None:
-                check_output_path(Path(output))
                 write_image_atomic(Image.fromarray(result), Path(output),
                                    quality=self.config.output.output_image_quality,
                                    provenance=self._run.provenance, notify=self._run.notify)
@@ -107,7 +109,7 @@ class Swapper:
         """Swap every frame of a video into `output` (streamed, atomically written, audio and timestamps kept).
         span: only this keyframe segment, video only (what slimfuse.batch joins into the whole)."""
         target, destination = Path(path), Path(output)
-        check_output(destination, target)
+        check_output(destination, target, self.config.inputs)
         with self._lock:
             job = VideoSwapJob(self._run, target, destination, _CallbackProgress(progress), span)
             return job.run_job()

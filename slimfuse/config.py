@@ -1,11 +1,15 @@
-"""RunConfig: every setting of a run, in frozen sections, built once; the one place defaults live.
+"""RunConfig, and the one table of run options: every option of a run is a field of one of its frozen sections,
+declared once with its default, its kind, its help and who may set it (slimfuse.options).
 
-Each field is named as the `slimfuse swap` option it comes from (`--face-enhancer-blend` is
-`enhance.face_enhancer_blend`), so the command line, the Python API (`slimfuse.Swapper(**options)`) and the
-server all build it the same way: `RunConfig.from_options(sources, **options)`, which applies the profile
-(explicit options win over the profile, the profile over these defaults), strips `NAME.VARIANT` from the model
-options, and checks every value with one-line messages that name the option. What a run decides from its config
-and the machine (memory plan, capped sizes, variants) is a separate RunPlan (slimfuse.pipeline.plan).
+The command line's options (slimfuse.cli.options), the checks of every value (here, as a section is made), the
+server's allowlist and the page's form (`GET /v1/options`) and the README test all read this table, and the
+processors take their section as it is. `RunConfig.from_options(sources, **options)` builds a config from options
+named as the swap command's: it applies the profile (explicit options win over the profile, the profile over the
+defaults), strips `NAME.VARIANT` from the model options, and checks every value with one-line messages that name
+the option. What a run decides from its config and the machine (memory plan, capped sizes, variants) is a separate
+RunPlan (slimfuse.pipeline.plan).
+
+Standard library only (and the word lists of light modules): `slimfuse --help` reads this table at once.
 """
 from __future__ import annotations
 
@@ -13,109 +17,105 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal, get_args
+from typing import ClassVar, Literal
 
 from slimfuse.errors import UsageError
-from slimfuse.faces.select import SELECTOR_MODES, SelectorMode
-from slimfuse.faces.track import TrackerOptions
-from slimfuse.media.temp_frames import FRAME_FORMATS
-from slimfuse.media.video_encoding import CONTAINERS, EncodeSettings
+from slimfuse.media.formats import ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
-from slimfuse.model_choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
-from slimfuse.models.runtime import PROVIDERS, ArenaExtendStrategy, ConvAlgoSearch
-from slimfuse.processors.mask_types import MASK_TYPES, MaskOptions, MaskType, Padding, padding_from
-from slimfuse.processors.parsing import REGIONS
-from slimfuse.processors.pixel_boost import PIXEL_BOOSTS
+from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
+from slimfuse.models.neural.detectors import DETECTOR_NAMES
+from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
+from slimfuse.models.neural.masks import REGIONS
+from slimfuse.models.neural.swappers import PIXEL_BOOSTS, SWAPPER_NAMES
+from slimfuse.models.providers import PROVIDERS
+from slimfuse.models.variants import VARIANTS
+from slimfuse.options import (CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes, Declared, FilePath, Items,
+                              ModelName, Number, Option, OptionError, Rate, Section, Switch, Whole, Word, alias,
+                              declared_in, option)
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
 
+SelectorMode = Literal["one", "many", "reference"]
+SELECTOR_MODES: tuple[SelectorMode, ...] = ("one", "many", "reference")
 BlendMode = Literal["feather", "poisson"]
 EyeRegion = Literal["source", "target"]
+MaskType = Literal["box", "mesh", "occlusion", "region"]
+MASK_TYPES: tuple[MaskType, ...] = ("box", "mesh", "occlusion", "region")
+Padding = tuple[int, int, int, int]
+"""Top, right, bottom, left, in percent of the crop's side."""
+DEFAULT_REGIONS: tuple[str, ...] = (
+    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip",
+    "lower-lip",
+)
+"""FaceFusion's default: the face itself, without ears, neck, hair or clothes."""
+_ENCODING = EncodeSettings()
+"""The video writer's own defaults (slimfuse.media.formats), so they are not written twice."""
 
 
-def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _require(ok: bool, name: str, problem: str) -> None:
-    if not ok:
-        raise UsageError(detail=f"{_option(name)}: {problem}")
-
-
-def _choice(value: object, name: str, choices: Sequence[object]) -> None:
-    _require(value in choices, name, f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))})")
-
-
-def _within(value: float, name: str, low: float, high: float) -> None:
-    _require(low <= value <= high, name, f"must lie between {low:g} and {high:g}, got {value}")
-
-
-def _positive(value: float, name: str) -> None:
-    kind = "a positive whole number" if isinstance(value, int) else "positive"
-    _require(value > 0, name, f"must be {kind}, got {value}")
-
-
-def _at_least(value: int, name: str, low: int) -> None:
-    _require(value >= low, name, f"must be {low} or more, got {value}")
+def _model(name: str, default: str, help: str, **declared: object) -> object:
+    return option(default, ModelName(MODEL_CHOICES[name], VARIANTS), help, **declared)
 
 
 @dataclass(frozen=True)
-class FaceOptions:
-    """Finding, following and choosing the target faces."""
+class FaceOptions(Section):
+    title: ClassVar[str] = "finding, following and choosing faces"
 
-    face_detector_model: str = "auto"
-    """BlazeFace short / full / auto, or a neural detector of the catalog (slimfuse.models.neural.detectors)."""
-    face_detector_score: float | None = None
-    """None: the model's own threshold."""
-    face_detector_size: int = 640
-    face_detector_interval: int = TrackerOptions.detect_interval
-    face_landmarker_model: str = "face_landmark"
-    face_recognizer_model: str = "dlib"
-    face_selector_mode: SelectorMode = "one"
-    reference_face_image: Path | None = None
-    reference_face_position: int = 0
-    reference_face_distance: float = 0.6
-
-    def __post_init__(self) -> None:
-        for name in ("face_detector_model", "face_landmarker_model", "face_recognizer_model"):
-            _choice(getattr(self, name), name, MODEL_CHOICES[name])
-        if self.face_detector_score is not None:
-            _require(0 < self.face_detector_score < 1, "face_detector_score",
-                     f"must lie between 0 and 1, got {self.face_detector_score}")
-        _positive(self.face_detector_size, "face_detector_size")
-        _at_least(self.face_detector_interval, "face_detector_interval", 1)
-        _choice(self.face_selector_mode, "face_selector_mode", SELECTOR_MODES)
-        _at_least(self.reference_face_position, "reference_face_position", 0)
-        _positive(self.reference_face_distance, "reference_face_distance")
+    face_detector_model: str = _model(
+        "face_detector_model", "auto", "BlazeFace short, full or auto (both), or a neural detector placed with "
+        "--models-dir (" + ", ".join(DETECTOR_NAMES) + "); MODEL.VARIANT (e.g. short.fp16) "
+        "runs a variant made with slimfuse optimize")
+    face_detector_score: float | None = option(
+        None, Number(0, 1, above=True, below=True, metavar="0-1"), "detection score threshold",
+        default_text="the model's own: 0.5 short, 0.6 full, 0.5 neural")
+    face_detector_size: int = option(
+        640, Whole(1, metavar="PX"), "the smallest tile that large images are also searched in, for small faces")
+    face_detector_interval: int = option(
+        5, Whole(1), "run the detector every N frames, following the faces with FaceMesh in between (sooner when "
+        "a face is lost or faces cross)", video=True)
+    face_landmarker_model: str = _model(
+        "face_landmarker_model", "face_landmark", "FaceMesh, or one of its variants made with slimfuse optimize "
+        "(face_landmark.fp16, face_landmark.int8, ...)")
+    face_recognizer_model: str = _model(
+        "face_recognizer_model", "dlib", "the identity model for reference selection and the check that several "
+        "sources show one person")
+    face_selector_mode: SelectorMode = option(
+        "one", Word(SELECTOR_MODES, metavar="one|many|reference"), "one: the largest face; many: every face; "
+        "reference: the faces that look like the reference face", who=CONTROLLED)
+    reference_face_image: Path | None = option(
+        None, FilePath(), "photo of the person to replace (reference mode)", who=OWNER,
+        default_text="the target itself")
+    reference_face_position: int = option(0, Whole(0), "which face of the reference photo, 0 = the largest")
+    reference_face_distance: float = option(
+        0.6, Number(0, above=True, metavar="D"), "the largest identity distance still counted as the reference "
+        "person (dlib: Euclidean distance; arcface: 1 - cosine similarity)")
 
 
 @dataclass(frozen=True)
-class SwapOptions:
-    face_swapper_model: str = MESH_SWAPPER
-    """The embedded mesh swapper, or a neural swapper of the catalog (slimfuse.models.neural.swappers)."""
-    face_swapper_pixel_boost: int | None = None
-    """None: the swapper's own size."""
-    target_face_size: int = 512
-    """Faces are processed at most at this size, then pasted back at full resolution."""
-    keep_mouth: bool = True
-    keep_eyes: bool = False
-    eye_region: EyeRegion = "source"
-    """The mesh swapper's eye region: the source's, or the target's whole eye region (its glasses stay in front and
-    a source's glasses never show, at a cost in likeness)."""
-    keep_occluders: bool = False
-    """The mesh swapper keeps thin dark lines of the target's eye region that the source lacks (glasses rims,
-    temple arms) in front of the swapped face."""
-    remove_source_glasses: bool = False
-    """The mesh swapper fills thin dark lines around the source's eyes (glasses rims) from the skin around them
-    before the warp, so a source's glasses do not come along."""
-    blend: BlendMode = "feather"
+class SwapOptions(Section):
+    title: ClassVar[str] = "the swap"
 
-    def __post_init__(self) -> None:
-        _choice(self.face_swapper_model, "face_swapper_model", MODEL_CHOICES["face_swapper_model"])
-        _choice(self.eye_region, "eye_region", get_args(EyeRegion))
-        if self.face_swapper_pixel_boost is not None:
-            _choice(self.face_swapper_pixel_boost, "face_swapper_pixel_boost", PIXEL_BOOSTS)
-        _positive(self.target_face_size, "target_face_size")
-        _choice(self.blend, "blend", get_args(BlendMode))
+    face_swapper_model: str = _model(
+        "face_swapper_model", MESH_SWAPPER, "mesh (the embedded landmark-mesh swapper) or a neural swapper placed "
+        "with --models-dir: " + ", ".join(SWAPPER_NAMES))
+    face_swapper_pixel_boost: int | None = option(
+        None, Word(PIXEL_BOOSTS, metavar="SIZE"), "align the face at SIZE px and run the swapper on the N x N "
+        "interleaved sub-images of its own size (a multiple of it); cost grows with N squared",
+        default_text="the model's size")
+    target_face_size: int = option(
+        512, Whole(1, metavar="PX"), "faces are processed at most at this size, then pasted back at full resolution")
+    keep_mouth: bool = option(True, Switch(), "keep the target's mouth interior (teeth, tongue)", who=CONTROLLED)
+    keep_eyes: bool = option(False, Switch(), "keep the target's eyes")
+    eye_region: EyeRegion = option(
+        "source", Word(("source", "target"), metavar="source|target"), "the mesh swapper's eyes: the source's, or "
+        "the target's whole eye region (its glasses stay in front and a source's never show, at a cost in likeness)")
+    keep_occluders: bool = option(
+        False, Switch(), "the mesh swapper keeps thin dark lines of the target's eye region that the source lacks "
+        "(glasses rims, temple arms) in front of the swapped face")
+    remove_source_glasses: bool = option(
+        False, Switch(), "the mesh swapper fills the source's glasses rims from the skin around them before the warp")
+    blend: BlendMode = option(
+        "feather", Word(("feather", "poisson"), metavar="feather|poisson"), "feathered alpha, or Poisson "
+        "(gradient-domain) blending")
 
     @property
     def neural(self) -> bool:
@@ -123,25 +123,30 @@ class SwapOptions:
 
 
 @dataclass(frozen=True)
-class EnhanceOptions:
-    face_enhancer_model: str = NO_MODEL
-    face_enhancer_blend: int = 80
-    face_enhancer_weight: float = 0.5
-    frame_enhancer_model: str = NO_MODEL
-    frame_enhancer_blend: int = 80
-    frame_enhancer_tile_size: int = 256
-    frame_enhancer_tile_overlap: int = 24
-    frame_enhancer_keep_scale: bool = False
-    """Give the frame at the model's scale (x2, x4) instead of the input's size."""
+class EnhanceOptions(Section):
+    title: ClassVar[str] = "face and frame enhancers"
 
-    def __post_init__(self) -> None:
-        for name in ("face_enhancer_model", "frame_enhancer_model"):
-            _choice(getattr(self, name), name, MODEL_CHOICES[name])
-        _within(self.face_enhancer_blend, "face_enhancer_blend", 0, 100)
-        _within(self.face_enhancer_weight, "face_enhancer_weight", 0, 1)
-        _within(self.frame_enhancer_blend, "frame_enhancer_blend", 0, 100)
-        _positive(self.frame_enhancer_tile_size, "frame_enhancer_tile_size")
-        _at_least(self.frame_enhancer_tile_overlap, "frame_enhancer_tile_overlap", 0)
+    face_enhancer_model: str = _model(
+        "face_enhancer_model", NO_MODEL, "enhance each face after the swap: none or "
+        + ", ".join(ENHANCER_NAMES), flags=("--enhancer",))
+    face_enhancer_blend: int = option(80, Whole(0, 100, metavar="0-100"), "how much of the enhanced face replaces "
+                                      "the face")
+    face_enhancer_weight: float = option(
+        0.5, Number(0, 1, metavar="0-1"), "CodeFormer's fidelity input (0 favours quality, 1 the input face); other "
+        "enhancers ignore it")
+    frame_enhancer_model: str = _model(
+        "frame_enhancer_model", NO_MODEL, "enhance the whole frame after the faces: none or "
+        + ", ".join(FRAME_ENHANCER_NAMES))
+    frame_enhancer_blend: int = option(80, Whole(0, 100, metavar="0-100"), "how much of the enhanced frame "
+                                       "replaces the frame (the rest is the frame scaled plainly)")
+    frame_enhancer_tile_size: int = option(
+        256, Whole(1, metavar="PX"), "the frame enhancer runs on tiles of this many input pixels, so its memory "
+        "follows the tile, not the frame")
+    frame_enhancer_tile_overlap: int = option(
+        24, Whole(0, metavar="PX"), "pixels neighbouring tiles share, faded into each other (more than 8, at most "
+        "half a tile)")
+    frame_enhancer_keep_scale: bool = option(
+        False, Switch(), "write the result at the model's scale (x2, x4); off: at the target's size")
 
     @property
     def face_enhancer(self) -> str | None:
@@ -152,76 +157,68 @@ class EnhanceOptions:
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
 
 
-DEFAULT_REGIONS: tuple[str, ...] = (
-    "skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth", "upper-lip",
-    "lower-lip",
-)
-"""FaceFusion's default: the face itself, without ears, neck, hair or clothes."""
+def padding_from(values: Sequence[int]) -> Padding:
+    """1 to 4 values as in CSS (and FaceFusion): all sides; vertical horizontal; top horizontal bottom; or
+    top right bottom left."""
+    v = list(values)
+    return (v[0],) * 4 if len(v) == 1 else (v[0], v[1], v[0], v[1]) if len(v) == 2 \
+        else (v[0], v[1], v[2], v[1]) if len(v) == 3 else (v[0], v[1], v[2], v[3])
 
 
 @dataclass(frozen=True)
-class MaskSettings:
+class MaskOptions(Section):
     """The paste-back masks of the neural face processors (the mesh swapper keeps its own mesh mask)."""
 
-    face_mask_types: tuple[MaskType, ...] = ("box", "mesh")
-    face_mask_blur: float = 0.3
-    face_mask_padding: Padding = (0, 0, 0, 0)
-    """Top, right, bottom, left, in percent of the crop's side (1 to 4 values are accepted, as in CSS)."""
-    face_occluder_model: str = "xseg_1"
-    face_parser_model: str = "bisenet_resnet_34"
-    face_mask_regions: tuple[str, ...] = DEFAULT_REGIONS
+    title: ClassVar[str] = "face masks of the neural swappers and enhancers"
 
-    def __post_init__(self) -> None:
-        for name in self.face_mask_types:
-            _choice(name, "face_mask_types", MASK_TYPES)
-        _within(self.face_mask_blur, "face_mask_blur", 0, 1)
-        try:
-            padding = padding_from(self.face_mask_padding)
-        except ValueError as exc:
-            raise UsageError(detail=f"--face-mask-padding: {exc}") from None
-        for side in padding:
-            _within(side, "face_mask_padding", 0, 100)
-        object.__setattr__(self, "face_mask_padding", padding)
-        for name in ("face_occluder_model", "face_parser_model"):
-            _choice(getattr(self, name), name, MODEL_CHOICES[name])
-        for region in self.face_mask_regions:
-            _choice(region, "face_mask_regions", list(REGIONS))
+    face_mask_types: tuple[MaskType, ...] = option(
+        ("box", "mesh"), Items(Word(MASK_TYPES), metavar="TYPE"), "the paste-back masks, combined by their "
+        "minimum: " + ", ".join(MASK_TYPES))
+    face_mask_blur: float = option(0.3, Number(0, 1, metavar="0-1"), "the box mask's edge blur, as a fraction of "
+                                   "half the crop")
+    face_mask_padding: Padding = option(
+        (0, 0, 0, 0), Items(Whole(0, 100), most=4, metavar="PERCENT"), "1 to 4 percentages 0-100 of the crop kept "
+        "out of the box mask (all sides; vertical horizontal; top horizontal bottom; top right bottom left)")
+    face_occluder_model: str = _model("face_occluder_model", "xseg_1", "the occlusion mask's model: where hands, "
+                                      "hair or objects cover the face")
+    face_parser_model: str = _model("face_parser_model", "bisenet_resnet_34", "the region mask's face parser")
+    face_mask_regions: tuple[str, ...] = option(
+        DEFAULT_REGIONS, Items(Word(tuple(REGIONS)), metavar="REGION"), "the parts the region mask keeps, of "
+        + ", ".join(REGIONS))
 
-    def mask_options(self) -> MaskOptions:
-        return MaskOptions(types=self.face_mask_types, blur=self.face_mask_blur, padding=self.face_mask_padding)
+    def check(self) -> None:
+        object.__setattr__(self, "face_mask_padding", padding_from(self.face_mask_padding))
 
 
 @dataclass(frozen=True)
-class RuntimeSettings:
+class RuntimeOptions(Section):
     """ONNX Runtime and where the models are found (sessions are made only by the model pool)."""
 
-    execution_providers: tuple[str, ...] = ("cpu",)
-    execution_device_id: int = 0
-    execution_thread_count: int = 0
-    """0: one per core for images, 1 for videos (see RunPlan.intra_op_threads)."""
-    strict_provider: bool = False
-    execution_gpu_memory_limit: int | None = None
-    """Bytes the CUDA / ROCm arena may take."""
-    execution_arena_extend_strategy: ArenaExtendStrategy = "kSameAsRequested"
-    execution_cudnn_conv_algo_search: ConvAlgoSearch = "HEURISTIC"
-    execution_tensorrt_fp16: bool = False
-    execution_tensorrt_cache_dir: Path | None = None
-    models_dir: Path | None = None
-    model_variants: tuple[tuple[str, str], ...] = ()
-    """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the
-    `--face-*-model NAME.VARIANT` options."""
+    title: ClassVar[str] = "ONNX Runtime and model files"
 
-    def __post_init__(self) -> None:
-        _require(bool(self.execution_providers), "execution_providers", "name at least one provider")
-        for provider in self.execution_providers:
-            _choice(provider, "execution_providers", list(PROVIDERS))
-        _at_least(self.execution_device_id, "execution_device_id", 0)
-        _at_least(self.execution_thread_count, "execution_thread_count", 0)
-        if self.execution_gpu_memory_limit is not None:
-            _positive(self.execution_gpu_memory_limit, "execution_gpu_memory_limit")
-        _choice(self.execution_arena_extend_strategy, "execution_arena_extend_strategy",
-                get_args(ArenaExtendStrategy))
-        _choice(self.execution_cudnn_conv_algo_search, "execution_cudnn_conv_algo_search", get_args(ConvAlgoSearch))
+    execution_providers: tuple[str, ...] = option(
+        ("cpu",), Items(Word(tuple(PROVIDERS)), metavar="PROVIDER"), "ONNX Runtime execution providers in priority "
+        "order; the CPU is always the last resort, with a warning", flags=("--execution-provider",), who=OWNER)
+    execution_device_id: int = option(0, Whole(0), "the GPU the providers use", who=OWNER)
+    execution_thread_count: int = option(
+        0, Whole(0), "ONNX Runtime threads per model; 0 = one per core for images, 1 for videos", who=OWNER)
+    strict_provider: bool = option(
+        False, Switch(), "fail (exit 17, no output) instead of falling back when a requested provider is missing",
+        who=OWNER)
+    execution_gpu_memory_limit: int | None = option(
+        None, Bytes(), "the most memory the CUDA / ROCm arena may take (and TensorRT's workspace), e.g. 3.5G",
+        who=OWNER, default_text="no limit")
+    execution_arena_extend_strategy: str = option(
+        "kSameAsRequested", Word(("kSameAsRequested", "kNextPowerOfTwo"), metavar="kSameAsRequested|kNextPowerOfTwo"),
+        "how the GPU arena grows: only by what is asked for, or in powers of two (faster, hungrier)", who=OWNER)
+    execution_cudnn_conv_algo_search: str = option(
+        "HEURISTIC", Word(("HEURISTIC", "EXHAUSTIVE", "DEFAULT"), metavar="HEURISTIC|EXHAUSTIVE|DEFAULT"),
+        "how cuDNN picks convolution algorithms (EXHAUSTIVE: slower start, more memory)", who=OWNER)
+    execution_tensorrt_fp16: bool = option(False, Switch(), "let TensorRT run in fp16", who=OWNER)
+    execution_tensorrt_cache_dir: Path | None = option(
+        None, FilePath(metavar="DIR"), "keep built TensorRT engines and timing caches here between runs", who=OWNER)
+    models_dir: Path | None = option(None, FilePath(metavar="DIR"), "a folder searched first for model files "
+                                     "placed by hand", who=OWNER)
 
     @property
     def on_gpu(self) -> bool:
@@ -229,46 +226,46 @@ class RuntimeSettings:
 
 
 @dataclass(frozen=True)
-class VideoOptions:
-    trim_frame_start: int = 0
-    trim_frame_end: int | None = None
-    reuse_threshold: float | None = None
-    """None: on (NEURAL_REUSE_THRESHOLD) for neural swappers, off for the mesh swapper."""
-    reuse_max_frames: int = 3
-    temp_frame_format: str | None = None
-    """None: stream; else frames go through files of this format in a temporary folder."""
-    temp_path: Path | None = None
-    keep_temp: bool = False
+class VideoOptions(Section):
+    title: ClassVar[str] = "video targets (.mp4 .m4v .mov .mkv .webm .avi)"
 
-    def __post_init__(self) -> None:
-        _at_least(self.trim_frame_start, "trim_frame_start", 0)
-        if self.trim_frame_end is not None:
-            _at_least(self.trim_frame_end, "trim_frame_end", 1)
-        if self.reuse_threshold is not None:
-            _require(self.reuse_threshold >= 0, "reuse_threshold", f"must be 0 or more, got {self.reuse_threshold}")
-        _at_least(self.reuse_max_frames, "reuse_max_frames", 0)
-        if self.temp_frame_format is not None:
-            _choice(self.temp_frame_format, "temp_frame_format", FRAME_FORMATS)
-
-
-_ENCODER_DEFAULTS = EncodeSettings()
+    trim_frame_start: int = option(0, Whole(0), "the first frame to process (0-based)", who=NOT_LIVE, video=True)
+    trim_frame_end: int | None = option(None, Whole(1), "the frame to stop before", who=NOT_LIVE, video=True,
+                                        default_text="the end")
+    reuse_threshold: float | None = option(
+        None, Number(0, metavar="G"), "reuse a generated face while its crop changed less than this many grey "
+        "levels; 0 = off", video=True, default_text="2 for neural swappers, off for mesh")
+    reuse_max_frames: int = option(3, Whole(0, metavar="K"), "at most this many reuses in a row", video=True)
+    temp_frame_format: str | None = option(
+        None, Word(FRAME_FORMATS, metavar="|".join(FRAME_FORMATS)), "go through frame files of this format in a "
+        "temporary folder instead of streaming", flags=("--temp-frame-type",), who=FILE_OWNER, video=True,
+        default_text="stream, no temp files")
+    temp_path: Path | None = option(None, FilePath(metavar="DIR"), "where disk mode puts its temporary folder",
+                                    who=FILE_OWNER, video=True, default_text="the system's temp folder")
+    keep_temp: bool = option(False, Switch(), "keep disk mode's temporary folder", who=FILE_OWNER, video=True)
 
 
 @dataclass(frozen=True)
-class EncodeOptions:
-    """How an output video is encoded; checked by EncodeSettings, which the writer takes (its defaults are the
-    video writer's own, so they are taken from there rather than written twice)."""
+class EncodeOptions(Section):
+    """How an output video is encoded (the writer takes them as EncodeSettings, with its threads)."""
 
-    output_video_encoder: str | None = _ENCODER_DEFAULTS.encoder
-    """None: libvpx-vp9 for .webm, else libx264."""
-    output_video_quality: int = _ENCODER_DEFAULTS.quality
-    output_video_preset: str = _ENCODER_DEFAULTS.preset
-    output_video_fps: Fraction | None = _ENCODER_DEFAULTS.fps
-    output_video_scale: float = _ENCODER_DEFAULTS.scale
-    skip_audio: bool = _ENCODER_DEFAULTS.skip_audio
+    title: ClassVar[str] = "video outputs"
 
-    def __post_init__(self) -> None:
-        self.settings(threads=0)
+    output_video_encoder: str | None = option(
+        _ENCODING.encoder, Word(ENCODERS, metavar="ENCODER"), "the video encoder (NVENC needs an FFmpeg built with "
+        "it): " + ", ".join(ENCODERS), who=NOT_LIVE, video=True,
+        default_text="libvpx-vp9 for .webm, libx264 otherwise")
+    output_video_quality: int = option(
+        _ENCODING.quality, Whole(0, 100, metavar="0-100"), "mapped linearly onto the encoder's constant quality "
+        "(x264/x265: CRF 51 - 0.51 x quality)", who=NOT_LIVE, video=True)
+    output_video_preset: str = option(_ENCODING.preset, Word(PRESETS, metavar="PRESET"), "the encoder's speed "
+                                      "preset: " + ", ".join(PRESETS), who=NOT_LIVE, video=True)
+    output_video_fps: Fraction | None = option(
+        _ENCODING.fps, Rate(), "a constant output frame rate (frames duplicated or dropped by timestamp)",
+        who=NOT_LIVE, video=True, default_text="every input frame's own timestamp")
+    output_video_scale: float = option(_ENCODING.scale, Number(0.05, 8, metavar="F"), "the output size factor, "
+                                       "e.g. 0.5", who=NOT_LIVE, video=True)
+    skip_audio: bool = option(_ENCODING.skip_audio, Switch(), "write no audio track", who=NOT_LIVE, video=True)
 
     def settings(self, threads: int) -> EncodeSettings:
         return EncodeSettings(encoder=self.output_video_encoder, quality=self.output_video_quality,
@@ -277,24 +274,25 @@ class EncodeOptions:
 
 
 @dataclass(frozen=True)
-class MemoryOptions:
-    profile: str | None = None
-    """The --profile the options came from (slimfuse.profiles)."""
-    system_memory_limit: float | None = None
-    """GB (2^30 bytes): a hard cap on the process (slimfuse.memory.limit)."""
-    memory_budget: float | None = None
-    """MB (2^20 bytes) the run plans within (slimfuse.memory.plan)."""
-    video_memory_level: int = DEFAULT_LEVEL
-    """0-3 (slimfuse.memory.levels); images too."""
+class MemoryOptions(Section):
+    title: ClassVar[str] = "memory and hardware"
 
-    def __post_init__(self) -> None:
-        if self.profile is not None:
-            _choice(self.profile, "profile", list(PROFILES))
-        for name in ("system_memory_limit", "memory_budget"):
-            value = getattr(self, name)
-            if value is not None:
-                _positive(value, name)
-        _choice(self.video_memory_level, "video_memory_level", list(LEVELS))
+    profile: str | None = option(
+        None, Word(tuple(PROFILES), metavar="PROFILE"), "set a group of options for a kind of machine (explicit "
+        "options still win): " + "; ".join(f"{p.name}: {p.summary}" for p in PROFILES.values()), who=OWNER,
+        default_text="none")
+    system_memory_limit: float | None = option(
+        None, Amount("GB", "8 or 0.5", metavar="GB"), "a hard cap on this process's memory in GB (2^30 bytes); "
+        "running out under it is exit 40 with no output", who=OWNER, default_text="no limit")
+    memory_budget: float | None = option(
+        None, Amount("MB", "400", metavar="MB"), "plan the run within this many MB (process RSS on the CPU provider, "
+        "device memory on a GPU provider): which models stay loaded, batch sizes, frames in flight; a job that "
+        "cannot fit is refused before any work (exit 41) with the smallest budget that works",
+        default_text="no budget")
+    video_memory_level: int = option(
+        DEFAULT_LEVEL, Word(tuple(LEVELS), metavar="0-3"), "how much speed the run gives up for a lower peak: 0 keeps "
+        "every model loaded and batches widely, 1 releases what no stage needs, 2 runs one generator at a time over "
+        "chunks of frames, 3 adds the gated fp16 (GPU) / int8 (CPU) variants and 512-px caps")
 
     @property
     def level(self) -> MemoryLevel:
@@ -310,20 +308,45 @@ class MemoryOptions:
 
 
 @dataclass(frozen=True)
-class OutputOptions:
-    output_image_quality: int = 95
-    """JPEG and WebP quality of image outputs (PNG and BMP are lossless)."""
-    provenance: bool = True
-    """Label every output as synthetic (IPTC digital source type in its metadata)."""
-    c2pa_key: Path | None = None
-    """A PEM private key: with c2pa_certificates, outputs also get a signed C2PA manifest (the c2pa extra)."""
-    c2pa_certificates: Path | None = None
-    """The PEM certificate chain of c2pa_key (the signing certificate first, then its issuers)."""
+class OutputOptions(Section):
+    title: ClassVar[str] = "output files"
 
-    def __post_init__(self) -> None:
-        _within(self.output_image_quality, "output_image_quality", 1, 100)
-        _require((self.c2pa_key is None) == (self.c2pa_certificates is None), "c2pa_key",
-                 "give --c2pa-key and --c2pa-certificates together")
+    output_image_quality: int = option(95, Whole(1, 100, metavar="1-100"), "JPEG and WebP quality of an image "
+                                       "output (PNG and BMP are lossless)", who=NOT_LIVE)
+    provenance: bool = option(
+        True, Switch(), "label the output as synthetic in its metadata (--no-provenance: leave it unlabelled)",
+        who=FILE_OWNER)
+    c2pa_key: Path | None = option(
+        None, FilePath(metavar="PEM"), "also sign a C2PA manifest into the output with this private key (needs "
+        "--c2pa-certificates and the c2pa extra)", who=FILE_OWNER)
+    c2pa_certificates: Path | None = option(
+        None, FilePath(metavar="PEM"), "the key's certificate chain, the signing certificate first", who=FILE_OWNER)
+
+    def check(self) -> None:
+        if (self.c2pa_key is None) != (self.c2pa_certificates is None):
+            raise OptionError("c2pa_key", "give --c2pa-key and --c2pa-certificates together")
+
+
+SECTIONS: Mapping[str, type[Section]] = {
+    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskOptions,
+    "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
+    "output": OutputOptions,
+}
+OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
+    alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="STRATEGY"),
+          "FaceFusion's names for levels 0, 1 and 2: " + ", ".join(f"{name} = {level}"
+                                                                   for name, level in STRATEGIES.items()),
+          of="video_memory_level"),
+))
+"""The table: every run option, in the order of the sections."""
+OPTION_SECTIONS: Mapping[str, str] = {entry.name: entry.section for entry in OPTIONS if entry.option.alias_of is None}
+"""Each option's section (`face_enhancer_blend` -> "enhance")."""
+_DEFAULTS: Mapping[str, object] = {entry.name: entry.default for entry in OPTIONS if entry.name in PROFILE_OPTIONS}
+
+
+def declared(name: str) -> Option:
+    """The declaration of the option `name`."""
+    return next(entry.option for entry in OPTIONS if entry.name == name)
 
 
 @dataclass(frozen=True)
@@ -333,12 +356,15 @@ class RunConfig:
     faces: FaceOptions = FaceOptions()
     swap: SwapOptions = SwapOptions()
     enhance: EnhanceOptions = EnhanceOptions()
-    masks: MaskSettings = MaskSettings()
-    runtime: RuntimeSettings = RuntimeSettings()
+    masks: MaskOptions = MaskOptions()
+    runtime: RuntimeOptions = RuntimeOptions()
     video: VideoOptions = VideoOptions()
     encode: EncodeOptions = EncodeOptions()
     memory: MemoryOptions = MemoryOptions()
     output: OutputOptions = OutputOptions()
+    model_variants: tuple[tuple[str, str], ...] = ()
+    """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the
+    `--face-*-model NAME.VARIANT` options."""
 
     @classmethod
     def from_options(cls, sources: Sequence[Path | str] = (), **options: object) -> RunConfig:
@@ -351,45 +377,34 @@ class RunConfig:
         given = {name: value for name, value in options.items() if value is not None}
         strategy = given.pop("video_memory_strategy", None)
         if strategy is not None:
-            _choice(strategy, "video_memory_strategy", list(STRATEGIES))
-            given.setdefault("video_memory_level", STRATEGIES[str(strategy)])
+            given.setdefault("video_memory_level", STRATEGIES[_checked("video_memory_strategy", strategy)])
         profile = given.get("profile")
         if profile is not None:
-            _choice(profile, "profile", list(PROFILES))
+            _checked("profile", profile)
         resolved = resolve(given, None if profile is None else str(profile), _DEFAULTS)
         merged = {**given, **{name: value for name, value in resolved.items() if value is not None}}
         plain, variants = split_variants(merged)
-        if variants:
-            plain["model_variants"] = variants
         sections: dict[str, dict[str, object]] = {}
         for name, value in plain.items():
-            sections.setdefault(OPTION_SECTIONS[name], {})[name] = _normalised(value)
-        built = {section: SECTION_TYPES[section](**values) for section, values in sections.items()}
-        return cls(sources=tuple(Path(source) for source in sources), **built)  # type: ignore[arg-type]
+            sections.setdefault(OPTION_SECTIONS[name], {})[name] = value
+        built = {section: SECTIONS[section](**values) for section, values in sections.items()}
+        return cls(sources=tuple(Path(source) for source in sources), model_variants=variants,
+                   **built)  # type: ignore[arg-type]
+
+    @property
+    def inputs(self) -> tuple[Path, ...]:
+        """The files the run reads besides its target (an output must be none of them)."""
+        reference = self.faces.reference_face_image
+        return self.sources if reference is None else (*self.sources, reference)
 
     def options(self) -> dict[str, object]:
         """Every option by its flat name (what the run report and the server record)."""
         return {item.name: getattr(getattr(self, section), item.name)
-                for section, kind in SECTION_TYPES.items() for item in fields(kind)}
+                for section, kind in SECTIONS.items() for item in fields(kind)}
 
 
-def _normalised(value: object) -> object:
-    """Lists (from the command line or JSON) become tuples, so the frozen sections hash and compare."""
-    return tuple(value) if isinstance(value, list) else value
-
-
-SECTION_TYPES: Mapping[str, type] = {
-    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskSettings,
-    "runtime": RuntimeSettings, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
-    "output": OutputOptions,
-}
-OPTION_SECTIONS: Mapping[str, str] = {item.name: section for section, kind in SECTION_TYPES.items()
-                                      for item in fields(kind)}
-"""Each option's section (`face_enhancer_blend` -> "enhance")."""
-_DEFAULTS: Mapping[str, object] = {name: getattr(getattr(RunConfig(), section), name)
-                                   for name, section in OPTION_SECTIONS.items() if name in PROFILE_OPTIONS}
-
-
-def is_video(path: Path) -> bool:
-    """Whether a target or output path names a video (by its extension)."""
-    return path.suffix.lower() in CONTAINERS
+def _checked(name: str, value: object) -> object:
+    try:
+        return declared(name).kind.check(value)
+    except ValueError as exc:
+        raise OptionError(name, str(exc)) from None

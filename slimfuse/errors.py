@@ -5,6 +5,7 @@ The command line catches `SlimfuseError`, prints `slimfuse: <message>` on stderr
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -141,6 +142,12 @@ class RayUnavailableError(SlimfuseError):
     problem = "Ray is not usable: the ray extra is not installed (pip install 'slimfuse[ray]') or the cluster cannot be reached"
 
 
+
+class VariantsNotReadyError(SlimfuseError):
+    exit_code = 24
+    problem = ("the job needs model variants that are not made yet (the server makes none itself: the operator runs "
+               "the slimfuse optimize commands the message names)")
+
 class NoVideoStreamError(SlimfuseError):
     exit_code = 30
     problem = "no video stream in the file (an audio-only file, or not a video)"
@@ -238,6 +245,7 @@ EXIT_CODES: dict[int, str] = {
             TorchMissingError,
             C2paSigningError,
             RayUnavailableError,
+            VariantsNotReadyError,
             NoVideoStreamError,
             NoFramesError,
             CodecUnavailableError,
@@ -253,3 +261,22 @@ EXIT_CODES: dict[int, str] = {
     },
     PIPE_CLOSED_EXIT: "stdout was closed by its reader (piped into head, say): the command stopped quietly",
 }
+
+
+# What allocation failures say when they do not arrive as MemoryError: ONNX Runtime (std::bad_alloc, its arena,
+# pthread_create with ENOMEM), OpenCV, FFmpeg and Python's own threads.
+_ALLOCATION_FAILURE = re.compile(
+    r"bad_alloc|cannot allocate memory|failed to allocate|out of memory|insufficient memory|"
+    r"can't start new thread|error code: 12\b", re.IGNORECASE)
+
+
+def is_allocation_failure(error: BaseException) -> bool:
+    """True when `error`, or an error it was raised from, is a failed allocation."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or _ALLOCATION_FAILURE.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.runtime import SessionSettings, create_session
 from slimfuse.models.spec import ModelSpec, TensorSpec
 from slimfuse.models.store import Store
 
@@ -281,7 +281,7 @@ def session_of(model: onnx.ModelProto, folder: Path, stem: str) -> ort.Inference
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.onnx"
     onnx.save(model, str(path))
-    return create_session(path, RuntimeOptions())
+    return create_session(path, SessionSettings())
 
 
 def _ints(name: str, values: Sequence[int]) -> onnx.TensorProto:

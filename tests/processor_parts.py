@@ -2,31 +2,31 @@
 otherwise: the box mask alone (the neural processors' paste-back without a mesh), the default batcher."""
 from __future__ import annotations
 
-from slimfuse.config import RunConfig
+from dataclasses import replace
+
+from slimfuse.config import EnhanceOptions, MaskOptions, SwapOptions
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.enhance import EnhanceProcessor
-from slimfuse.processors.mask_types import MaskOptions
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
 
-DEFAULTS = RunConfig()
-
 
 def box_masker(pool: ModelPool) -> FaceMasker:
-    masks = DEFAULTS.masks
-    return FaceMasker(pool, MaskOptions(types=("box",), blur=masks.face_mask_blur), None, masks.face_occluder_model,
-                      masks.face_parser_model, masks.face_mask_regions)
+    return FaceMasker(pool, MaskOptions(face_mask_types=("box",)), None)
 
 
 def make_swapper(pool: ModelPool, model: str, pixel_boost: int | None = None, masker: FaceMasker | None = None,
-            batcher: AdaptiveBatcher | None = None) -> OnnxSwapProcessor:
-    return OnnxSwapProcessor(pool, model, pixel_boost, masker or box_masker(pool), batcher or AdaptiveBatcher(pool))
+                 batcher: AdaptiveBatcher | None = None) -> OnnxSwapProcessor:
+    return OnnxSwapProcessor(pool, SwapOptions(face_swapper_model=model), pixel_boost, masker or box_masker(pool),
+                             batcher or AdaptiveBatcher(pool))
 
 
 def make_enhancer(pool: ModelPool, model: str, blend: int | None = None, weight: float | None = None,
-             masker: FaceMasker | None = None) -> EnhanceProcessor:
-    enhance = DEFAULTS.enhance
-    return EnhanceProcessor(pool, model, enhance.face_enhancer_blend if blend is None else blend,
-                            enhance.face_enhancer_weight if weight is None else weight, masker or box_masker(pool),
-                            AdaptiveBatcher(pool))
+                  masker: FaceMasker | None = None) -> EnhanceProcessor:
+    options = EnhanceOptions(face_enhancer_model=model)
+    if blend is not None:
+        options = replace(options, face_enhancer_blend=blend)
+    if weight is not None:
+        options = replace(options, face_enhancer_weight=weight)
+    return EnhanceProcessor(pool, options, masker or box_masker(pool), AdaptiveBatcher(pool))

@@ -136,7 +136,7 @@ def test_killed_owner_is_gone_when_its_pid_is_checked(tmp_path: Path) -> None:
 
 def test_the_video_writer_removes_leftovers_of_dead_runs_too(tmp_path: Path, grace_hopper: np.ndarray) -> None:
     from slimfuse.bench.clips import make_clip, still
-    from slimfuse.media.video_encoding import EncodeSettings
+    from slimfuse.media.formats import EncodeSettings
     from slimfuse.media.video_reader import VideoReader
     from slimfuse.media.video_writer import VideoWriter
 

@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slimfuse.config import OPTION_SECTIONS, is_video
+from slimfuse.config import OPTION_SECTIONS
+from slimfuse.media.destination import is_video
 from slimfuse.errors import InputMissingError, UsageError
-from slimfuse.media.image_io import IMAGE_SUFFIXES
+from slimfuse.media.formats import IMAGE_SUFFIXES
 
 GLOB_CHARACTERS = frozenset("*?[")
 # Manifest columns (keys) that are not run options.

@@ -21,7 +21,8 @@ from slimfuse.errors import NoFramesError
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.provenance import ProvenanceLabel
 from slimfuse.media.video_audio import AudioTrack, can_copy, open_source
-from slimfuse.media.video_encoding import EncodeSettings, container_for
+from slimfuse.media.formats import EncodeSettings
+from slimfuse.media.video_encoding import container_for
 from slimfuse.media.video_probe import VideoInfo, probe
 from slimfuse.media.video_reader import FrameSpan, VideoFrame, VideoReader
 from slimfuse.media.video_writer import CONTAINER_OPTIONS, LABEL_OPTIONS, VideoWriter

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slimfuse.config import is_video
+from slimfuse.media.destination import is_video
 from slimfuse.errors import SlimfuseError
 from slimfuse.media.video_reader import FrameSpan
 
@@ -78,12 +78,10 @@ class Worker:
 
     def _swap(self, task: Task, progress: FrameProgress | None) -> int:
         from slimfuse.api import KeptSwapper
-        from slimfuse.pipeline.jobs import check_output
 
         if self._kept is None:
             self._kept = KeptSwapper()
-        swapper = self._kept.get(list(task.sources), **task.options)
-        check_output(task.output, task.target)
+        swapper = self._kept.get(list(task.sources), **task.options)  # its calls check the output before any work
         if is_video(task.target):
             return swapper.swap_video(task.target, task.output, progress, span=task.span).frames_written
         swapper.swap_image(task.target, output=task.output)

@@ -27,13 +27,13 @@ import json, sys, time
 from pathlib import Path
 import numpy as np
 from slimfuse.models.prepared import PreparedModels
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.runtime import SessionSettings, create_session
 
 def status(key):
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(key)) / 1024
 
 path, mode, cache, runs = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
-options = RuntimeOptions(intra_op_threads=1, enable_cpu_arena="no arena" not in mode,
+options = SessionSettings(intra_op_threads=1, enable_cpu_arena="no arena" not in mode,
                          enable_mem_pattern="no arena" not in mode)
 if mode != "plain":
     path, options = PreparedModels(cache).session_input(path.stem, path, options)

@@ -486,12 +486,12 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
 PREPARE = """
 import sys
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.runtime import SessionSettings
 from slimfuse.models.store import Store
 names = sys.argv[1].split(",")
 variants = dict(item.split("=") for item in sys.argv[2].split(",") if item)
 store = Store(notify=lambda message: None)
-runtime = RuntimeOptions(providers=(sys.argv[3],))
+runtime = SessionSettings(providers=(sys.argv[3],))
 for pool in (ModelPool(store, runtime), ModelPool(store, runtime, variants=variants)):
     for name in names:
         pool.session(name)

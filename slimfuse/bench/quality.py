@@ -307,7 +307,7 @@ class QualityBench:
     def __init__(self, store=None, notify: Callable[[str], None] = lambda message: None) -> None:  # type: ignore[no-untyped-def]
         from slimfuse.faces.analyse import FaceAnalyser
         from slimfuse.faces.identity import PREDICTOR, RECOGNIZER
-        from slimfuse.faces.mesh_topology import MeshTopology
+        from slimfuse.models.mesh_topology import MeshTopology
         from slimfuse.models.pool import ModelPool
         from slimfuse.models.store import Store
 

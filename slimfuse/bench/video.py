@@ -22,7 +22,7 @@ from slimfuse.bench.clips import make_clip, pan
 from slimfuse.bench.fresh_process import measure_in_fresh_process
 from slimfuse.memory.probe import peak_rss_mb
 from slimfuse.metrics import psnr
-from slimfuse.media.video_encoding import EncodeSettings
+from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_probe import probe
 from slimfuse.media.video_reader import VideoReader
 from slimfuse.media.video_writer import VideoWriter

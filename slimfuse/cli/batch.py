@@ -11,7 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from slimfuse.cli.swap import CLI_ONLY, add_batch_options, add_run_options
+from slimfuse.cli.commands import HELP
+from slimfuse.cli.common import add_common_options
+from slimfuse.cli.options import (RUN_OPTIONS, add_batch_options, add_command_options, add_run_options,
+                                  config_from_args)
 
 if TYPE_CHECKING:  # the batch package pulls in the pipeline: imported when a command runs
     from slimfuse.batch.items import BatchItem
@@ -22,7 +25,7 @@ BAR_WIDTH = 24
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("batch", help="swap the items of a manifest (CSV or JSON lines), resumable",
+    parser = commands.add_parser("batch", help=HELP["batch"],
                                  argument_default=argparse.SUPPRESS,
                                  description="Swap every item of MANIFEST: CSV with a header row (source or sources "
                                  "separated by ';', target, output, and any option names as columns) or JSON lines "
@@ -31,9 +34,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("manifest", type=Path, metavar="MANIFEST")
     parser.add_argument("-o", "--output-dir", dest="output", type=Path, default=None,
                         help="relative outputs go here, and the journal (default: the manifest's folder)")
-    add_run_options(parser)
+    add_run_options(parser, "swap")
+    add_command_options(parser)
     add_batch_options(parser)
-    parser.set_defaults(command=run, log_format="text", sources=())
+    add_common_options(parser, models_dir=False)
+    parser.set_defaults(command=run, sources=())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,10 +67,9 @@ def run_targets(args: argparse.Namespace) -> int:
 
 def _run_items(args: argparse.Namespace, items: list[BatchItem], journal_dir: Path) -> int:
     from slimfuse.batch.runner import BatchRunner, fit_workers, make_pool
-    from slimfuse.cli.swap import config_from_args
     from slimfuse.errors import BatchItemsFailedError, UsageError
 
-    options = {name: value for name, value in vars(args).items() if name not in CLI_ONLY}
+    options = {name: value for name, value in vars(args).items() if name in RUN_OPTIONS}
     config = config_from_args(argparse.Namespace(**{**vars(args), "sources": items[0].sources}))
     asked = getattr(args, "workers", 1)
     if asked < 1:

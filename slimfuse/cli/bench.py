@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("bench", help="measure speed and memory")
+    parser = commands.add_parser("bench", help=HELP["bench"])
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     image = kinds.add_parser("image", help="per-stage latency and peak RSS of the image swap (512 px and 1080p)")
     image.add_argument("--runs", type=int, default=20, help="runs per stage; the median is reported")

@@ -11,20 +11,27 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from slimfuse.cli.interrupt import Interrupts, stopped_by
 from slimfuse.errors import PIPE_CLOSED_EXIT, SlimfuseError, Terminated
-from slimfuse.models.store import Store, default_home
+
+if TYPE_CHECKING:  # the store pulls in the model code: imported when a command runs
+    from slimfuse.models.store import Store
 
 
-def add_common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models-dir", type=Path, default=None,
-                        help="a folder searched first for model files (placed by hand)")
+def add_common_options(parser: argparse.ArgumentParser, models_dir: bool = True) -> None:
+    """--debug and --quiet, and --models-dir for the commands that do not take the run's options (which have it)."""
+    if models_dir:
+        parser.add_argument("--models-dir", type=Path, default=None,
+                            help="a folder searched first for model files (placed by hand)")
     parser.add_argument("--debug", action="store_true", default=False, help="show the traceback of an error")
     parser.add_argument("--quiet", action="store_true", default=False, help="print only results and errors")
 
 
 def make_store(args: argparse.Namespace) -> Store:
+    from slimfuse.models.store import Store, default_home
+
     return Store(home=default_home(), models_dir=args.models_dir)
 
 

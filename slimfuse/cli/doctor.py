@@ -9,16 +9,18 @@ from typing import Any
 
 import onnxruntime as ort
 
+from slimfuse.cli.commands import HELP
 from slimfuse.errors import ProviderUnavailableError
 from slimfuse.memory import probe
-from slimfuse.models.runtime import LABELS, PROVIDERS, available_providers, short_name
+from slimfuse.models.providers import LABELS, PROVIDERS, short_name
+from slimfuse.models.runtime import available_providers
 from slimfuse.profiles import recommend
 
 GB = 1 << 30
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("doctor", help="hardware, working execution providers, recommended profile",
+    parser = commands.add_parser("doctor", help=HELP["doctor"],
                                  description="Print the CPU, RAM and GPUs found, the onnxruntime execution "
                                  "providers that work here, and the --profile to use.")
     parser.add_argument("--execution-provider", "--execution-providers", dest="execution_providers", nargs="+",

@@ -11,19 +11,15 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options
-from slimfuse.cli.profile_options import add_profile_options
-from slimfuse.cli.swap import CLI_ONLY, add_face_options, add_mask_options, add_neural_options, add_tracking_options
+from slimfuse.cli.options import add_command_options, add_run_options, config_from_args
 
 LOG = logging.getLogger(__name__)
-LIVE_ONLY = CLI_ONLY | frozenset({"input", "outputs", "input_size", "input_fps", "input_format", "input_timeout",
-                                  "input_loop", "reconnect", "switch_sources",
-                                  "live_latency_budget_ms", "live_ladder", "duration", "max_frames"})
-"""What `slimfuse live` takes that is not a run option."""
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("live", help="swap faces on a camera or stream, live", argument_default=argparse.SUPPRESS,
+    parser = commands.add_parser("live", help=HELP["live"], argument_default=argparse.SUPPRESS,
                                  description="Put the face of SOURCE onto the faces of a camera or stream, frame by "
                                  "frame, with at most one frame waiting between stages (newer frames replace older "
                                  "ones, which are counted as dropped).")
@@ -58,18 +54,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                       help="step down and up under the latency budget (default on)")
     live.add_argument("--duration", type=float, default=None, metavar="S", help="stop after this many seconds")
     live.add_argument("--max-frames", type=int, default=None, metavar="N", help="stop after this many processed frames")
-    add_face_options(parser)
-    add_neural_options(parser)
-    add_mask_options(parser)
-    add_tracking_options(parser)
-    add_profile_options(parser)
-    add_common_options(parser)
+    add_run_options(parser, "live")
+    add_command_options(parser, log_formats=False)
+    add_common_options(parser, models_dir=False)
     parser.set_defaults(command=run, log_format="text")
 
 
 def run(args: argparse.Namespace) -> int:
     from slimfuse.atomic import write_bytes_atomic
-    from slimfuse.cli.swap import config_from_args
     from slimfuse.live.inputs import InputOptions
     from slimfuse.live.controls import Controls
     from slimfuse.live.keys import HELP, TerminalKeys
@@ -78,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from slimfuse.live.stats import Snapshot, status_line
     from slimfuse.pipeline.run import SourceImage, build_run
 
-    config = config_from_args(args, "live", LIVE_ONLY)
+    config = config_from_args(args)
     faces = [[SourceImage.read(path)] for path in args.switch_sources]  # a missing or unreadable photo: before any model
     options = LiveOptions(latency_budget_ms=args.live_latency_budget_ms, ladder=args.live_ladder,
                           duration=args.duration, max_frames=args.max_frames)

@@ -6,10 +6,12 @@ numpy, onnxruntime and PyAV (see slimfuse.cli.interrupt).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from slimfuse.cli.commands import HELP
 from slimfuse.cli.interrupt import Interrupts
 from slimfuse.errors import UsageError
 
@@ -35,13 +37,17 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from slimfuse.cli import batch, bench, doctor, live, models, optimize, serve, swap
-
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `argv`, only the command it names is built in full (the others are listed with
+    their help), so its module alone is imported."""
     parser = Parser(prog="slimfuse", description="Swap faces in images and videos within the memory you have.")
     commands: Any = parser.add_subparsers(dest="name", required=True, metavar="COMMAND")
-    for module in (swap, batch, live, models, bench, optimize, doctor, serve):
-        module.add_parser(commands)
+    chosen = None if argv is None else next((word for word in argv if not word.startswith("-")), "")
+    for name, help in HELP.items():
+        if chosen is None or name == chosen:
+            importlib.import_module(f"slimfuse.cli.{name}").add_parser(commands)
+        else:
+            commands.add_parser(name, help=help)
     return parser
 
 
@@ -63,7 +69,8 @@ def _run(argv: list[str] | None, interrupts: Interrupts) -> int:
     from slimfuse.cli.common import flush_stdout, run_guarded, say
 
     try:
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        args = build_parser(words).parse_args(words)
     except UsageError as exc:
         return say(exc)
     args.interrupts = interrupts  # a command whose output is complete says so (Interrupts.output_complete)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options, make_store
 from slimfuse.errors import ModelCorruptError, UsageError
 from slimfuse.models.store import TRUST_ON_FIRST_USE, ModelStatus, Store, sha256_file
@@ -12,7 +13,7 @@ from slimfuse.models.variants import PASS, UNGATED, VariantRecord, variant_probl
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("models", help="list, fetch, verify or locate models")
+    parser = commands.add_parser("models", help=HELP["models"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every model: name, kind, licence, size, sha256, pinning, state, "
                                               "location")

@@ -8,6 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
+from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options, make_store
 from slimfuse.errors import GateFailedError, OutputDirMissingError, UsageError
 from slimfuse.models.spec import METRICS
@@ -23,7 +24,7 @@ ONNX_DEFAULTS = {"static": False, "dynamic": False, "ort_level": None, "keep_fp3
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "optimize", help="make a reduced-precision or quantised variant of a model, checked by a quality gate",
+        "optimize", help=HELP["optimize"],
         description="Make the fp16, int8 or ONNX Runtime-optimised variant of MODEL (a catalog name, stored beside "
         "the original as NAME.VARIANT, or an .onnx file, written beside it) and, with --gate, compare it with the "
         "original on real faces; a variant that fails is not stored unless --force. With --report, MODEL is a "

@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options
 
 DEFAULT_DATA_DIR = Path("slimfuse-data")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("serve", help="the web app and HTTP API, with a persistent job queue")
+    parser = commands.add_parser("serve", help=HELP["serve"])
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (beyond loopback only with tokens)")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,

@@ -15,10 +15,8 @@ import numpy as np
 
 from slimfuse.faces.geometry import iou, overlap_of_smaller
 from slimfuse.faces.types import Face
+from slimfuse.models.choices import BLAZEFACE
 
-BLAZEFACE_MODELS: tuple[str, ...] = ("short", "full", "auto")
-"""The embedded BlazeFace detectors (auto: both); `--face-detector-model` also takes the neural detectors of the
-catalog (slimfuse.models.neural.detectors), which slimfuse.faces.analyse builds."""
 
 
 class Session(Protocol):
@@ -50,15 +48,15 @@ class BlazeFaceSpec:
         return np.concatenate(centres).astype(np.float32)
 
 
-SHORT_RANGE = BlazeFaceSpec("face_detection_short_range", 128, "input", (8, 16, 16, 16), 2, 0.5)
-FULL_RANGE = BlazeFaceSpec("face_detection_full_range", 192, "input_1", (4,), 1, 0.6)
+SHORT_RANGE = BlazeFaceSpec(BLAZEFACE["short"], 128, "input", (8, 16, 16, 16), 2, 0.5)
+FULL_RANGE = BlazeFaceSpec(BLAZEFACE["full"], 192, "input_1", (4,), 1, 0.6)
 SPECS: dict[str, BlazeFaceSpec] = {"short": SHORT_RANGE, "full": FULL_RANGE}
 
 
 @dataclass(frozen=True)
 class DetectorOptions:
     model: str = "auto"
-    """One of BLAZEFACE_MODELS, or a neural detector's catalog name (see FaceAnalyser.detector)."""
+    """One of slimfuse.models.choices.BLAZEFACE_MODELS, or a neural detector's catalog name (see FaceAnalyser.detector)."""
     score: float | None = None
     """Overrides the model's own score threshold."""
     tile_size: int = 640

@@ -8,7 +8,7 @@ L2-normalised 512-d embeddings, same person below about 0.6 (cosine similarity a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -16,12 +16,11 @@ from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.identity import PREDICTOR, SAME_PERSON_DISTANCE, IdentityModel
 from slimfuse.faces.identity import RECOGNIZER as DLIB_RECOGNIZER
 from slimfuse.faces.types import Face
+from slimfuse.models.choices import RECOGNIZERS
+from slimfuse.models.neural.recognizers import ARCFACE
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_tensor
 
-RecognizerName = Literal["dlib", "arcface_w600k_r50"]
-RECOGNIZERS: tuple[str, ...] = ("dlib", "arcface_w600k_r50")
-ARCFACE = "arcface_w600k_r50"
 
 
 class Recognizer(Protocol):

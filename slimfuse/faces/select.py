@@ -5,15 +5,13 @@ what must hold from frame to frame (the face chosen in `one` mode, the reference
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, get_args
 
 import numpy as np
 
+from slimfuse.config import SelectorMode
 from slimfuse.faces.identity import distance
 from slimfuse.faces.track import Track
 
-SelectorMode = Literal["one", "many", "reference"]
-SELECTOR_MODES: tuple[str, ...] = get_args(SelectorMode)
 # In `one` mode another face must be this much larger before the swap moves to it, so it does not flicker
 # between two faces of about the same size.
 SWITCH_MARGIN = 1.2

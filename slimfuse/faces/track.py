@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from slimfuse.config import FaceOptions
 from slimfuse.faces.geometry import iou
 from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.faces.recognize import Recognizer
@@ -34,8 +35,8 @@ class TrackerModels(Protocol):
 
 @dataclass(frozen=True)
 class TrackerOptions:
-    detect_interval: int = 5
-    """Run the detector every this many frames (1 = every frame)."""
+    detect_interval: int = FaceOptions.face_detector_interval
+    """Run the detector every this many frames (1 = every frame; the run's --face-detector-interval)."""
     match_iou: float = 0.3
     crossing_iou: float = 0.2
     """Two tracks overlapping more than this are checked by identity at the next detection."""

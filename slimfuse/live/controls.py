@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from slimfuse.errors import NoSourceFaceError
-from slimfuse.faces.select import SelectorMode
+from slimfuse.config import SelectorMode
 from slimfuse.pipeline.frames import FrameLoop
 from slimfuse.pipeline.run import Run, SourceImage
 

@@ -12,15 +12,13 @@ import io
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from slimfuse.atomic import temporary_name
 from slimfuse.errors import C2paSigningError
+from slimfuse.media.provenance import C2paSigner, ProvenanceLabel
 
-if TYPE_CHECKING:
-    from slimfuse.media.provenance import ProvenanceLabel
 
 MIME_TYPES: dict[str, str] = {
     ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".webp": "image/webp",
@@ -28,18 +26,6 @@ MIME_TYPES: dict[str, str] = {
 }
 """The output types c2pa can embed a manifest in, by suffix."""
 INSTALL = "pip install 'slimfuse[c2pa]'"
-
-
-@dataclass(frozen=True)
-class C2paSigner:
-    """The user's signing credentials: a PEM private key, and a PEM certificate chain (the signing certificate
-    first, then its issuers; c2pa refuses a self-signed leaf). algorithm: c2pa's name (es256, es384, ps256, ed25519...).
-    timestamp_url: an RFC 3161 time-stamp authority, or None."""
-
-    key: Path
-    certificates: Path
-    algorithm: str = "es256"
-    timestamp_url: str | None = None
 
 
 def can_sign(path: Path) -> bool:

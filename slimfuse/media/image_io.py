@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 from PIL.PngImagePlugin import PngInfo
 
-from slimfuse.atomic import AtomicFile, Notify, check_destination, remove_stale, write_error
+from slimfuse.atomic import AtomicFile, Notify, remove_stale, write_error
 
 from slimfuse.errors import (
     ImageTooLargeError,
@@ -25,9 +25,10 @@ from slimfuse.errors import (
     UnsupportedTypeError,
 )
 from slimfuse.media.c2pa_sign import signing_step
+from slimfuse.media.destination import image_format
+from slimfuse.media.formats import IMAGE_SUFFIXES
 from slimfuse.media.provenance import XMP_FORMATS, ProvenanceLabel
 
-IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP"}
 # 16K x 16K: far above 8K frames, below what would exhaust memory on a small machine.
 MAX_PIXELS = 16384 * 16384
 
@@ -99,15 +100,6 @@ def _to_loaded(path: Path, image: Image.Image, icc: bytes | None) -> LoadedImage
     return LoadedImage(path=path, rgb=np.ascontiguousarray(rgb), alpha=alpha, grey=grey, high=high, icc_profile=icc)
 
 
-def check_output_path(path: Path) -> str:
-    """Validate an output path before any work is done; returns the PIL format name."""
-    fmt = IMAGE_SUFFIXES.get(path.suffix.lower())
-    if fmt is None:
-        raise UnsupportedTypeError(path, f"unsupported output type '{path.suffix}' (use {', '.join(IMAGE_SUFFIXES)})")
-    check_destination(path)
-    return fmt
-
-
 def compose_output(loaded: LoadedImage, rgb: np.ndarray) -> Image.Image:
     """Turn processed 8-bit RGB back into an image shaped like the input (grey, alpha, 16-bit)."""
     if loaded.high is not None:
@@ -132,7 +124,7 @@ def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None
     quality: of JPEG and WebP outputs (1-100). provenance: the label that says the image is synthetic (XMP in JPEG,
     PNG and WebP; BMP holds none), and a signed C2PA manifest when the label has a signer; None writes no label.
     Temporary files that dead runs left in the folder are removed first, each reported through `notify`."""
-    fmt = check_output_path(path)
+    fmt = image_format(path)
     if fmt in ("JPEG", "BMP") and image.mode in ("RGBA", "LA", "I;16"):
         image = image.convert("RGB" if image.mode == "RGBA" else "L")
     options: dict[str, object] = {"format": fmt}

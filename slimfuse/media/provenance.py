@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
+from pathlib import Path
 from xml.sax.saxutils import quoteattr
-
-if TYPE_CHECKING:
-    from slimfuse.media.c2pa_sign import C2paSigner
 
 IPTC_SOURCE_TYPES = "http://cv.iptc.org/newscodes/digitalsourcetype/"
 NEURAL_SWAP = IPTC_SOURCE_TYPES + "compositeWithTrainedAlgorithmicMedia"
@@ -33,6 +30,18 @@ def tool_version() -> str:
         return version(TOOL)
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
+
+
+@dataclass(frozen=True)
+class C2paSigner:
+    """The user's signing credentials: a PEM private key, and a PEM certificate chain (the signing certificate
+    first, then its issuers; c2pa refuses a self-signed leaf). algorithm: c2pa's name (es256, es384, ps256, ed25519...).
+    timestamp_url: an RFC 3161 time-stamp authority, or None."""
+
+    key: Path
+    certificates: Path
+    algorithm: str = "es256"
+    timestamp_url: str | None = None
 
 
 @dataclass(frozen=True)

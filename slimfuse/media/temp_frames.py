@@ -25,10 +25,10 @@ import numpy as np
 
 from slimfuse.atomic import host_tag, remove_stale, write_bytes_atomic, write_error
 from slimfuse.errors import InputCorruptError, NoSpaceError, OutputDirMissingError, OutputUnwritableError
+from slimfuse.media.formats import FRAME_FORMATS
 from slimfuse.media.video_reader import VideoFrame
 from slimfuse.media.video_writer import VideoWriter
 
-FRAME_FORMATS = ("jpg", "png", "bmp")
 DIR_PREFIX = "slimfuse-frames-"
 _OWNED_DIR = re.compile(rf"^{DIR_PREFIX}(?P<pid>\d+)@(?P<host>[A-Za-z0-9-]+)-[A-Za-z0-9_]+$")
 # jpg at 95 keeps faces free of visible blocking; png at level 1 with run-length matching is the fastest zlib

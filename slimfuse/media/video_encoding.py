@@ -11,7 +11,6 @@ Presets use x264's names everywhere (ultrafast .. veryslow); libvpx-vp9 and NVEN
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import cast
@@ -19,10 +18,9 @@ from typing import cast
 import av
 from av.video.codeccontext import VideoCodecContext
 
-from slimfuse.errors import CodecUnavailableError, UnsupportedTypeError, UsageError
+from slimfuse.errors import CodecUnavailableError, UnsupportedTypeError
+from slimfuse.media.formats import CONTAINERS, ENCODERS
 
-ENCODERS = ("libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc")
-PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 # libvpx-vp9: (deadline, cpu-used); realtime with a high cpu-used is the only way it gets near x264 veryfast.
 VP9_PRESETS = {
     "ultrafast": ("realtime", 8), "superfast": ("realtime", 7), "veryfast": ("realtime", 6),
@@ -33,42 +31,8 @@ NVENC_PRESETS = {
     "ultrafast": "p1", "superfast": "p2", "veryfast": "p3", "faster": "p3", "fast": "p4", "medium": "p5",
     "slow": "p6", "slower": "p7", "veryslow": "p7",
 }
-# Container (FFmpeg muxer name) by file extension, for both input and output.
-CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".webm": "webm", ".avi": "avi"}
 # Encoders whose 4:2:0 output needs even dimensions (their cropping works in 2-pixel steps). VP9 takes odd sizes.
 EVEN_ONLY = ("libx264", "libx265", "h264_nvenc", "hevc_nvenc")
-
-
-@dataclass(frozen=True)
-class EncodeSettings:
-    """How the output video is encoded (the `--output-video-*` options and `--skip-audio`).
-
-    encoder: one of ENCODERS, or None for the container's usual one (libvpx-vp9 for .webm, else libx264).
-    fps: a constant output rate (frames are duplicated or dropped by timestamp), or None to keep every input
-      frame's own timestamp.
-    scale: output size factor (0.5 halves both sides).
-    threads: the encoder's threads (0: FFmpeg's choice; 1 under a tight --memory-budget: each thread holds frames).
-    """
-
-    encoder: str | None = None
-    quality: int = 80
-    preset: str = "veryfast"
-    fps: Fraction | None = None
-    scale: float = 1.0
-    skip_audio: bool = False
-    threads: int = 0
-
-    def __post_init__(self) -> None:
-        if self.encoder is not None and self.encoder not in ENCODERS:
-            raise UsageError(None, f"--output-video-encoder must be one of {', '.join(ENCODERS)}, not '{self.encoder}'")
-        if not 0 <= self.quality <= 100:
-            raise UsageError(None, f"--output-video-quality must be between 0 and 100, not {self.quality}")
-        if self.preset not in PRESETS:
-            raise UsageError(None, f"--output-video-preset must be one of {', '.join(PRESETS)}, not '{self.preset}'")
-        if self.fps is not None and not 0 < self.fps <= 1000:
-            raise UsageError(None, f"--output-video-fps must be above 0 and at most 1000, not {self.fps}")
-        if not 0.05 <= self.scale <= 8:
-            raise UsageError(None, f"--output-video-scale must be between 0.05 and 8, not {self.scale}")
 
 
 def container_for(path: Path) -> str:

@@ -21,8 +21,8 @@ from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.frame_queue import DEFAULT_QUEUE, END, POLL_S, drain
 from slimfuse.media.provenance import ProvenanceLabel
 from slimfuse.media.video_audio import REENCODE, AudioTrack, can_copy, open_source
-from slimfuse.media.video_encoding import (EncodeSettings, check_encoder, choose_encoder, container_for, encoder_options,
-                                           output_size)
+from slimfuse.media.formats import EncodeSettings
+from slimfuse.media.video_encoding import check_encoder, choose_encoder, container_for, encoder_options, output_size
 from slimfuse.media.video_probe import VideoInfo
 from slimfuse.media.video_rate import RateConverter
 from slimfuse.media.video_reader import VideoFrame

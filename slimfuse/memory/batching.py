@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from slimfuse.memory.limit import is_allocation_failure
+from slimfuse.errors import is_allocation_failure
 from slimfuse.memory.probe import MB, peak_rss_bytes, process_memory
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.runtime import run_options

@@ -9,31 +9,12 @@ Windows: a job object with a per-process committed-memory limit (written to the 
 from __future__ import annotations
 
 import platform
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from slimfuse.errors import SystemMemoryLimitError
+from slimfuse.errors import SystemMemoryLimitError, is_allocation_failure
 
 GB = 1 << 30
-# What allocation failures say when they do not arrive as MemoryError: ONNX Runtime (std::bad_alloc, its arena,
-# pthread_create with ENOMEM), OpenCV, FFmpeg and Python's own threads.
-_ALLOCATION_FAILURE = re.compile(
-    r"bad_alloc|cannot allocate memory|failed to allocate|out of memory|insufficient memory|"
-    r"can't start new thread|error code: 12\b", re.IGNORECASE)
-
-
-def is_allocation_failure(error: BaseException) -> bool:
-    """True when `error`, or an error it was raised from, is a failed allocation."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, MemoryError) or _ALLOCATION_FAILURE.search(str(current)):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
 
 def mechanism() -> str:
     """How this platform enforces the limit, for messages and the run report."""

@@ -12,6 +12,6 @@ def convert(conversion: Conversion, source: Path, destination: Path) -> None:
 
         convert_file(source, destination)
     elif conversion is Conversion.MESH_TOPOLOGY:
-        from slimfuse.faces.mesh_topology import build_topology
+        from slimfuse.models.mesh_topology import build_topology
 
         destination.write_text(build_topology(source.read_text(encoding="utf-8")).to_json(), encoding="utf-8")

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from slimfuse.errors import ModelInvalidError
 from slimfuse.models.bound_session import BoundSession, Session
 from slimfuse.models.prepared import FOLDER, PreparedModels
-from slimfuse.models.runtime import ModelLoadError, ProviderReport, RuntimeOptions, check_requested, create_session
+from slimfuse.models.runtime import ModelLoadError, ProviderReport, SessionSettings, check_requested, create_session
 from slimfuse.models.store import Notify, Store
 from slimfuse.models.validate import bind_inputs, describe, input_mismatch, session_inputs
 from slimfuse.models.variants import split_name
@@ -60,7 +60,7 @@ class _Entry:
 
 
 class ModelPool:
-    def __init__(self, store: Store, runtime: RuntimeOptions = RuntimeOptions(), budget_bytes: int | None = None,
+    def __init__(self, store: Store, runtime: SessionSettings = SessionSettings(), budget_bytes: int | None = None,
                  notify: Notify | None = None, variants: Mapping[str, str] | None = None,
                  cpu_only: Iterable[str] = (), threads: Mapping[str, int] | None = None) -> None:
         """cpu_only: catalog models whose sessions run on the CPU whatever the providers (a memory level's);

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import onnxruntime as ort
 
+from slimfuse.errors import is_allocation_failure
 from slimfuse.atomic import Notify, temporary_name, write_bytes_atomic
-from slimfuse.memory.limit import is_allocation_failure
 from slimfuse.models.files import sha256_file
-from slimfuse.models.runtime import RuntimeOptions, first_line, session_options
+from slimfuse.models.runtime import SessionSettings, first_line, session_options
 
 LOG = logging.getLogger(__name__)
 
@@ -67,11 +67,11 @@ class PreparedModels:
     min_bytes: int = MIN_BYTES
     _verified: set[Path] = field(default_factory=set)
 
-    def applies(self, path: Path, options: RuntimeOptions) -> bool:
+    def applies(self, path: Path, options: SessionSettings) -> bool:
         return (options.providers == ("cpu",) and options.graph_optimization != "disable"
                 and path.stat().st_size >= self.min_bytes)
 
-    def session_input(self, name: str, path: Path, options: RuntimeOptions) -> tuple[Path, RuntimeOptions]:
+    def session_input(self, name: str, path: Path, options: SessionSettings) -> tuple[Path, SessionSettings]:
         """The file and options a CPU session of model `name` (verified file `path`) loads: its prepared copy,
         made now if there is none, with optimisation and prepacking off; `path` and `options` as they are where
         preparing does not apply or fails."""
@@ -88,7 +88,7 @@ class PreparedModels:
             return path, options
         return target, replace(options, graph_optimization="disable", disable_prepacking=not _quantized(name))
 
-    def _key(self, path: Path, options: RuntimeOptions) -> str:
+    def _key(self, path: Path, options: SessionSettings) -> str:
         stat = path.stat()
         text = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{options.graph_optimization}|{cpu_identity()}"
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -106,7 +106,7 @@ class PreparedModels:
         self._verified.add(target)
         return True
 
-    def _make(self, name: str, path: Path, target: Path, options: RuntimeOptions) -> None:
+    def _make(self, name: str, path: Path, target: Path, options: SessionSettings) -> None:
         self.notify(f"{name}: preparing it for this CPU, once (ONNX Runtime's optimised graph, kept in "
                     f"{self.root})")
         self.root.mkdir(parents=True, exist_ok=True)

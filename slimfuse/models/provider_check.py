@@ -11,7 +11,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from slimfuse.models.runtime import PROVIDERS, ProviderReport, RuntimeOptions, available_providers, create_session
+from slimfuse.models.providers import PROVIDERS
+from slimfuse.models.runtime import ProviderReport, SessionSettings, available_providers, create_session
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def check_provider(provider: str, model: Path, device_id: int = 0) -> ProviderCh
     in_build = PROVIDERS[provider] in available_providers()
     report = ProviderReport((provider,))  # a provider that is missing or fails to start is recorded here
     try:
-        session = create_session(model, RuntimeOptions(providers=(provider,), device_id=device_id), report)
+        session = create_session(model, SessionSettings(providers=(provider,), device_id=device_id), report)
         result = session.run(None, {"x": np.ones((1, 4), np.float32)})[0]
     except Exception as exc:  # noqa: BLE001 - whatever the provider raised is the answer
         return ProviderCheck(provider, in_build, False, _reason(exc), fix_for(provider, in_build))

@@ -17,24 +17,11 @@ from typing import Any, Literal
 import onnxruntime as ort
 
 from slimfuse.atomic import Notify
-from slimfuse.errors import ProviderUnavailableError
-from slimfuse.memory.limit import is_allocation_failure
+from slimfuse.errors import ProviderUnavailableError, is_allocation_failure
+from slimfuse.models.providers import LABELS, PROVIDERS, ArenaExtendStrategy, ConvAlgoSearch, short_name
 
 
 
-PROVIDERS: dict[str, str] = {
-    "cpu": "CPUExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "tensorrt": "TensorrtExecutionProvider",
-    "rocm": "ROCMExecutionProvider",
-    "openvino": "OpenVINOExecutionProvider",
-    "coreml": "CoreMLExecutionProvider",
-    "directml": "DmlExecutionProvider",
-}
-LABELS: dict[str, str] = {
-    "cpu": "CPU", "cuda": "CUDA", "tensorrt": "TensorRT", "rocm": "ROCm", "openvino": "OpenVINO",
-    "coreml": "CoreML", "directml": "DirectML",
-}
 GRAPH_OPTIMIZATION: dict[str, ort.GraphOptimizationLevel] = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -43,24 +30,11 @@ GRAPH_OPTIMIZATION: dict[str, ort.GraphOptimizationLevel] = {
 }
 
 GraphOptimization = Literal["disable", "basic", "extended", "all"]
-ArenaExtendStrategy = Literal["kNextPowerOfTwo", "kSameAsRequested"]
-ConvAlgoSearch = Literal["EXHAUSTIVE", "HEURISTIC", "DEFAULT"]
-
-
-def short_name(provider: str) -> str:
-    """'cuda' for 'cuda', 'CUDA' or 'CUDAExecutionProvider'; ValueError for an unknown provider."""
-    lowered = provider.strip().lower()
-    if lowered in PROVIDERS:
-        return lowered
-    for short, full in PROVIDERS.items():
-        if full.lower() == lowered:
-            return short
-    raise ValueError(f"unknown execution provider {provider!r}; known: {', '.join(PROVIDERS)}")
 
 
 @dataclass(frozen=True)
-class RuntimeOptions:
-    """Every ONNX Runtime setting of a run; built once (see RunConfig.runtime_options)."""
+class SessionSettings:
+    """Every ONNX Runtime setting of a run's sessions; the run's plan derives it from the config once (RunPlan)."""
 
     providers: tuple[str, ...] = ("cpu",)
     """Short names, in priority order; the CPU is always tried last whether listed or not."""
@@ -100,7 +74,7 @@ class RuntimeOptions:
             raise ValueError("device id and thread counts cannot be negative")
 
 
-def provider_options(provider: str, options: RuntimeOptions) -> dict[str, Any]:
+def provider_options(provider: str, options: SessionSettings) -> dict[str, Any]:
     """The option dict ONNX Runtime takes for `provider` (a short name) under `options`."""
     device = options.device_id
     if provider == "cuda":
@@ -143,7 +117,7 @@ def provider_options(provider: str, options: RuntimeOptions) -> dict[str, Any]:
 QUIET_LOG_SEVERITY = 4
 
 
-def session_options(options: RuntimeOptions) -> ort.SessionOptions:
+def session_options(options: SessionSettings) -> ort.SessionOptions:
     settings = ort.SessionOptions()
     settings.graph_optimization_level = GRAPH_OPTIMIZATION[options.graph_optimization]
     settings.intra_op_num_threads = options.intra_op_threads
@@ -160,7 +134,7 @@ ARENA_PROVIDERS = frozenset({"CUDAExecutionProvider", "ROCMExecutionProvider"})
 """Providers whose device allocator is an arena that can be shrunk."""
 
 
-def run_options(session: ort.InferenceSession, options: RuntimeOptions) -> ort.RunOptions | None:
+def run_options(session: ort.InferenceSession, options: SessionSettings) -> ort.RunOptions | None:
     """RunOptions that shrink the arenas `session` allocates from once the run ends, so a generator's peak
     activations go back to the system (CPU) or the card (GPU) instead of staying reserved; None when
     `options.shrink_arenas` is off or the session has no arena to shrink. ONNX Runtime refuses a shrink request
@@ -177,7 +151,7 @@ def run_options(session: ort.InferenceSession, options: RuntimeOptions) -> ort.R
     return settings
 
 
-def provider_chain(providers: tuple[str, ...], options: RuntimeOptions) -> list[str | tuple[str, dict[str, Any]]]:
+def provider_chain(providers: tuple[str, ...], options: SessionSettings) -> list[str | tuple[str, dict[str, Any]]]:
     """What InferenceSession takes as `providers`: each short name with its options, then the CPU."""
     chain: list[str | tuple[str, dict[str, Any]]] = [
         (PROVIDERS[name], provider_options(name, options)) for name in providers if name != "cpu"
@@ -252,7 +226,7 @@ def available_providers() -> list[str]:
     return list(ort.get_available_providers())
 
 
-def check_requested(options: RuntimeOptions, report: ProviderReport, warn: Notify) -> tuple[str, ...]:
+def check_requested(options: SessionSettings, report: ProviderReport, warn: Notify) -> tuple[str, ...]:
     """The requested providers this onnxruntime build has; each missing one is reported (or refused if strict)."""
     available = set(available_providers())
     usable = tuple(name for name in options.providers if PROVIDERS[name] in available)
@@ -266,7 +240,7 @@ def check_requested(options: RuntimeOptions, report: ProviderReport, warn: Notif
     return usable
 
 
-def create_session(path: Path, options: RuntimeOptions, report: ProviderReport | None = None,
+def create_session(path: Path, options: SessionSettings, report: ProviderReport | None = None,
                    warn: Notify | None = None, model: str | None = None) -> ort.InferenceSession:
     """A session for the model at `path` on the first requested provider that works.
 
@@ -310,7 +284,7 @@ def create_session(path: Path, options: RuntimeOptions, report: ProviderReport |
     return session
 
 
-def _problem(options: RuntimeOptions, report: ProviderReport, warn: Notify, problem: ProviderProblem) -> None:
+def _problem(options: SessionSettings, report: ProviderReport, warn: Notify, problem: ProviderProblem) -> None:
     if options.strict_provider:
         raise ProviderUnavailableError(detail=(
             f"{LABELS[problem.provider]} execution provider unavailable ({problem.reason}); "

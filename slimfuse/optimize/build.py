@@ -17,7 +17,7 @@ import onnx
 
 from slimfuse.errors import InputMissingError, ModelInvalidError, OptimizeError, SlimfuseError, UsageError
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.runtime import SessionSettings
 from slimfuse.models.spec import KIND_GATES, METRICS, GateSpec, ModelSpec
 from slimfuse.models.store import Notify, Store, sha256_file
 from slimfuse.models.validate import file_inputs
@@ -94,7 +94,7 @@ class Workshop:
     @property
     def pool(self) -> ModelPool:
         if self._pool is None:
-            self._pool = ModelPool(self.store, RuntimeOptions(), notify=self.notify)
+            self._pool = ModelPool(self.store, SessionSettings(), notify=self.notify)
         return self._pool
 
     def context(self, split: Split) -> SubjectContext:

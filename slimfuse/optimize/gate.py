@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.runtime import SessionSettings, create_session
 from slimfuse.models.spec import GateSpec
 from slimfuse.models.variants import FAIL, PASS
 from slimfuse.optimize.subjects import Subject
@@ -61,7 +61,7 @@ class GateResult:
 
 
 def evaluate(model: str, variant: str, gate: GateSpec, subject: Subject, original: Path, candidate: Path,
-             runtime: RuntimeOptions = RuntimeOptions()) -> GateResult:
+             runtime: SessionSettings = SessionSettings()) -> GateResult:
     """Run the original and the candidate variant on the subject's inputs and judge the variant."""
     if subject.metric != gate.metric:
         raise ValueError(f"the subject measures {subject.metric}, the gate wants {gate.metric}")

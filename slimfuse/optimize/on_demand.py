@@ -1,10 +1,12 @@
-"""The reduced-precision variants a memory level promises, made when a run first needs them.
+"""The variants a run's plan found missing (VariantWork), made where the user asked for the work: `slimfuse swap`
+before it starts, with a line for each.
 
 `--video-memory-level 3` runs the stored variant of each model that passed its quality gate. Where a large model
 has none yet (no variant was ever tried), it is made here, once: `slimfuse optimize NAME --int8 --gate` (static,
 calibrated on face crops; dynamic where static fails its gate; `--fp16` on a GPU provider) in a child process, so
 the run's own peak does not carry the quantiser's, with a line of progress before and after. A variant that fails
-its gate is stored marked failed (`--force`), so later runs neither use it nor try again.
+its gate is stored marked failed (`--force`), so later runs neither use it nor try again. A variant a model option
+names that was stored without its gate is gated here too.
 """
 from __future__ import annotations
 
@@ -17,32 +19,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from slimfuse.models.spec import KIND_GATES
 from slimfuse.models.store import Notify, Store
-from slimfuse.models.variants import FLAGS, read_record, variant_filename
-
-MIN_BYTES = 32 << 20
-"""Smaller models save little memory as variants, and a gate costs minutes."""
+from slimfuse.models.variants import FLAGS
 
 
-def missing(store: Store, models: Sequence[str], techniques: Sequence[str]) -> list[str]:
-    """The large models of `models` with a file, a gate for their kind, and no variant of `techniques` tried."""
-    found = []
+def make_variants(store: Store, models: Sequence[str], techniques: Sequence[str], notify: Notify) -> None:
+    """Make, gate and store the first of `techniques` that passes for each of `models` (a plan's
+    VariantWork.to_make)."""
     for name in models:
-        spec = store.catalog.get(name)
-        path = store.location(name)
-        if (spec.kind not in KIND_GATES or not spec.filename.endswith(".onnx") or not path.is_file()
-                or path.stat().st_size < MIN_BYTES):
-            continue
-        if all(read_record(store.model_dir / variant_filename(spec.filename, technique)) is None
-               for technique in techniques):
-            found.append(name)
-    return found
-
-
-def make_missing(store: Store, models: Sequence[str], techniques: Sequence[str], notify: Notify) -> None:
-    """Make, gate and store the first of `techniques` that passes for each model `missing` names."""
-    for name in missing(store, models, techniques):
         for technique in techniques:
             started = time.perf_counter()
             notify(f"{name}: making its {technique} variant for this memory level, once "
@@ -69,3 +53,15 @@ def _optimize(store: Store, name: str, technique: str) -> str:
             lines = [line for line in done.stderr.splitlines() if line.strip()]
             return f"not made: {lines[-1] if lines else f'exit {done.returncode}'}"
     return f"{gate.get('verdict')}: {gate.get('metric')} {gate.get('value')}"
+
+
+def gate_variants(store: Store, names: Sequence[str], notify: Notify) -> None:
+    """Gate each stored variant of `names` (NAME.VARIANT, a plan's VariantWork.to_gate) that waits for its gate;
+    the store refuses one that fails when the pool loads it."""
+    if not names:
+        return
+    from slimfuse.optimize.build import Workshop, ensure_gated
+
+    shop = Workshop(store, notify)
+    for name in names:
+        ensure_gated(store, name, notify, shop)

@@ -28,6 +28,7 @@ from slimfuse.faces.blazeface import letterbox as blazeface_letterbox
 from slimfuse.faces.geometry import rotated_square
 from slimfuse.faces.landmarks import LEFT_EYE_OUTER, MESH_SIZE, RIGHT_EYE_OUTER, crop_from_landmarks
 from slimfuse.faces.types import Face
+from slimfuse.models.neural.recognizers import ARCFACE
 from slimfuse.models.spec import BOX_IOU, COSINE, LANDMARK_ERROR, PIXEL_AGREEMENT, PSNR, ModelSpec
 from slimfuse.models.tensors import to_tensor
 from slimfuse.optimize.calibration import CalibrationImage
@@ -45,7 +46,6 @@ IRIS_CROP_SCALE = 2.0
 RIGHT_EYE_INNER, LEFT_EYE_INNER = 133, 362
 FRAME_TILE = 96
 """Side of the tiles a frame enhancer is gated on (its input size is free; its cost grows with it)."""
-ARCFACE = "arcface_w600k_r50"
 
 
 class Subject(Protocol):

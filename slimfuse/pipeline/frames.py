@@ -15,7 +15,7 @@ import numpy as np
 from slimfuse.faces.recognize import Recognizer
 from slimfuse.faces.select import FaceSelector
 from slimfuse.faces.track import FaceTracker, TrackerModels, TrackerOptions
-from slimfuse.pipeline.chain import Chain, Target
+from slimfuse.pipeline.chain import Chain, PreparedChain, Target
 from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions
 
 
@@ -34,7 +34,7 @@ class FrameStats:
 class FrameLoop:
     """The state of one stream of frames: tracks, the chosen faces, the reuse cache. Make one per target."""
 
-    def __init__(self, chain: Chain, prepared: Sequence[object], models: TrackerModels, recognizer: Recognizer,
+    def __init__(self, chain: Chain, prepared: PreparedChain, models: TrackerModels, recognizer: Recognizer,
                  selector: FaceSelector, detect_interval: int, reuse: ReuseOptions) -> None:
         self.chain = chain
         self.prepared = prepared
@@ -75,7 +75,7 @@ class FrameLoop:
         """Swap each frame's targets into it, frames in order, each processor over the whole chunk at once."""
         return self.chain.render(chunk, self.prepared, self.reuse, overwrite)
 
-    def use_sources(self, prepared: Sequence[object]) -> None:
+    def use_sources(self, prepared: PreparedChain) -> None:
         """Swap another person in from the next frame on (the processors' state from Run.prepare_sources); no face
         generated from the last one is reused."""
         self.prepared = prepared

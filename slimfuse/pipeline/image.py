@@ -1,16 +1,14 @@
 """Swap faces in one still image: a one-frame pass of the frame loop between reading and an atomic write."""
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from slimfuse.errors import NoTargetFaceError, OutputIsInputError
-from slimfuse.media.image_io import LoadedImage, check_output_path, compose_output, read_image, write_image_atomic
+from slimfuse.errors import NoTargetFaceError
+from slimfuse.media.image_io import LoadedImage, compose_output, read_image, write_image_atomic
 from slimfuse.pipeline.frames import FrameStats
 from slimfuse.pipeline.run import Run
 
@@ -35,9 +33,8 @@ def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
 
 
 def swap_image_file(run: Run, target: Path, output: Path, reference: np.ndarray | None = None) -> ImageResult:
-    """Read `target`, swap, write `output` (its type from its extension) whole or not at all."""
-    check_output_path(output)
-    refuse_overwriting_inputs(run, [target], output)
+    """Read `target`, swap, write `output` (its type from its extension) whole or not at all; the caller has
+    checked the output (media.destination.check_output)."""
     loaded = read_image(target)
     result, stats = swap_frame(run, loaded.rgb, target, reference)
     run.mark("processing")
@@ -57,16 +54,3 @@ def scaled_like(loaded: LoadedImage, rgb: np.ndarray) -> LoadedImage:
                                                          interpolation=cv2.INTER_LINEAR)
     high = None if loaded.high is None else rgb.astype(np.uint16) * np.uint16(257)
     return replace(loaded, rgb=rgb, alpha=alpha, high=high)
-
-
-def refuse_overwriting_inputs(run: Run, targets: Sequence[Path], output: Path) -> None:
-    """OutputIsInputError when `output` is a source, a target or the reference photo (also through a link)."""
-    inputs = [*run.config.sources, *targets]
-    if run.config.faces.reference_face_image is not None:
-        inputs.append(run.config.faces.reference_face_image)
-    for path in inputs:
-        same = output.resolve() == path.resolve()
-        if not same and output.exists() and path.exists():
-            same = os.path.samefile(output, path)
-        if same:
-            raise OutputIsInputError(output)

@@ -1,22 +1,21 @@
-"""One swap job, a target to an output, as the command line, the server and the batch runner run it: the output
-checked before any work, the run built, the image or video swapped, and the run report written (on error too)."""
+"""One swap job, a target to an output, as the command line runs it: the run planned (and, where the command asked
+for it, the variants its memory level wants made first), built, the image or video swapped, and the run report
+written (on error too). Its caller has checked the output where the job entered (media.destination.check_output)."""
 from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from slimfuse.atomic import check_destination
-from slimfuse.config import RunConfig, is_video
-from slimfuse.errors import OutputUnwritableError, UsageError
-from slimfuse.media.image_io import check_output_path
-from slimfuse.media.video_encoding import CONTAINERS
+from slimfuse.config import RunConfig
+from slimfuse.media.destination import is_video
 from slimfuse.memory.limit import system_memory_limit
-from slimfuse.models.store import Notify
+from slimfuse.models.store import Notify, Store
 from slimfuse.pipeline.frames import FrameStats
 from slimfuse.pipeline.image import swap_image_file
+from slimfuse.pipeline.plan import RunPlan
 from slimfuse.pipeline.report import RunReport
-from slimfuse.pipeline.run import build_run
+from slimfuse.pipeline.run import build_run, default_store, plan_for
 from slimfuse.pipeline.video import Progress, VideoSwapJob
 
 LOG = logging.getLogger(__name__)
@@ -44,28 +43,20 @@ class JobResult:
         return summary
 
 
-def check_output(output: Path, target: Path) -> None:
-    """Every condition on the output that can be checked before any work: its type matches the target's, it is
-    not a folder, its folder exists and is writable, and its name fits the file system."""
-    if output.is_dir():
-        raise OutputUnwritableError(output, "the output is a folder; give a file name")
-    if not is_video(target):
-        check_output_path(output)
-        return
-    if not is_video(output):
-        raise UsageError(output, f"a video target needs a video output ({', '.join(CONTAINERS)})")
-    check_destination(output)
-
-
 def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None = None,
-             progress: Progress | None = None, notify: Notify | None = None) -> JobResult:
+             progress: Progress | None = None, notify: Notify | None = None,
+             make_variants: bool = False) -> JobResult:
     """Swap `target` into `output` (an image or a video, by the target's type) under the config's
-    --system-memory-limit; `report`: write a run report there (on error too)."""
-    check_output(output, target)
+    --system-memory-limit; `report`: write a run report there (on error too); `make_variants`: first make and
+    gate the variants the plan finds missing (what `slimfuse swap` does, saying so), else run the originals."""
     run_report = None if report is None else RunReport(report, config, target)
     try:
         with system_memory_limit(config.memory.system_limit_bytes):
-            run = build_run(config, target, run_report, notify)
+            store = default_store(config, notify)
+            plan = plan_for(config, target, store)
+            if make_variants and plan.variant_work.pending:
+                plan = _with_variants_made(config, target, store, plan)
+            run = build_run(config, target, run_report, store=store, plan=plan)
             if is_video(target):
                 video = VideoSwapJob(run, target, output, progress).run_job()
                 result = JobResult(video.output, video.stats, video.frames_written, video.setup_seconds)
@@ -85,3 +76,14 @@ def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None 
         except OSError as exc:
             return JobResult(result.output, result.stats, result.frames_written, result.setup_seconds, exc)
     return result
+
+
+def _with_variants_made(config: RunConfig, target: Path, store: Store, plan: RunPlan) -> RunPlan:
+    """Make and gate what `plan` found missing (each in a child process, a line before and after), and plan again
+    with the variants that passed."""
+    from slimfuse.optimize.on_demand import gate_variants, make_variants
+
+    work = plan.variant_work
+    make_variants(store, work.to_make, work.techniques, store.notify)
+    gate_variants(store, work.to_gate, store.notify)
+    return plan_for(config, target, store)

@@ -1,24 +1,55 @@
 """RunPlan: what a run decides from its config, its chain and the machine, before any work: the memory plan under
 --memory-budget (slimfuse.memory.plan), the level's caps on face and tile sizes, the reduced-precision variants a
-level picks, the models kept on the CPU, and ONNX Runtime's settings."""
+level picks (and those it would pick that are not made yet), the models kept on the CPU, and ONNX Runtime's
+settings. Planning only computes: it reads model files' sizes and variants' records, and never makes, gates,
+loads or fetches anything."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from slimfuse.config import RunConfig, is_video
+from slimfuse.config import RunConfig
+from slimfuse.media.destination import is_video
 from slimfuse.memory.levels import MemoryLevel
 from slimfuse.memory.plan import GENERATOR_KINDS, Device, MemoryPlan, ModelNeed, model_need, plan_memory
 from slimfuse.memory.probe import process_memory
-from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.runtime import SessionSettings
 from slimfuse.models.store import Store
-from slimfuse.models.variants import PASS, read_record, variant_filename
+from slimfuse.models.spec import KIND_GATES
+from slimfuse.models.variants import FLAGS, PASS, UNGATED, read_record, variant_filename
 
 # The reduced-precision variants a memory level may pick, best first: fp16 halves the weights and runs fast on
 # GPUs; on the CPU int8 quarters them (static, calibrated on faces, before dynamic).
 GPU_VARIANTS = ("fp16",)
 CPU_VARIANTS = ("int8", "int8-dynamic")
+MIN_VARIANT_BYTES = 32 << 20
+"""Smaller models save little memory as variants, and a gate costs minutes."""
+
+
+@dataclass(frozen=True)
+class VariantWork:
+    """Variants the run's options ask for that are not ready: made and gated only where the user or the operator
+    asks for it (`slimfuse optimize`, or `slimfuse swap` before its work, with a line saying so), never by
+    planning or from an HTTP request. Until then the run loads the originals in their place."""
+
+    to_make: tuple[str, ...] = ()
+    """Large models the memory level wants a reduced-precision variant of, none tried yet."""
+    techniques: tuple[str, ...] = ()
+    """The variants tried for each of `to_make`, best first (the first that passes its gate is kept)."""
+    to_gate: tuple[str, ...] = ()
+    """NAME.VARIANT chosen by a model option but stored without its quality gate."""
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.to_make or self.to_gate)
+
+    def commands(self) -> list[str]:
+        """The commands that do the work, one per model."""
+        return ([f"slimfuse optimize {name} {FLAGS[self.techniques[0]]} --gate" for name in self.to_make]
+                + [f"slimfuse optimize {name.rpartition('.')[0]} {FLAGS[name.rpartition('.')[2]]} --gate"
+                   for name in self.to_gate])
 
 
 @dataclass(frozen=True)
@@ -39,7 +70,8 @@ class RunPlan:
     pixel_boost: int | None
     frame_tile: int
     """The frame enhancer's tile: the option, the level's cap and the budget's halving."""
-    runtime: RuntimeOptions
+    runtime: SessionSettings
+    variant_work: VariantWork = VariantWork()
 
     def to_dict(self) -> dict[str, Any]:
         return {"variants": dict(self.variants), "cpu_only": list(self.cpu_only), "face_size": self.face_size,
@@ -52,12 +84,12 @@ def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: P
     tells images from videos (None: planned as a video of unknown size). Raises MemoryBudgetError when the job
     cannot fit its --memory-budget."""
     level = config.memory.level
-    variants = dict(config.runtime.model_variants)
+    variants = dict(config.model_variants)
+    work = VariantWork(to_gate=tuple(name for name in variants.values() if _ungated(store, name)))
     if level.reduced_precision:
-        from slimfuse.optimize.on_demand import make_missing
-
         techniques = GPU_VARIANTS if config.runtime.on_gpu else CPU_VARIANTS
-        make_missing(store, [name for name in models if name not in variants], techniques, store.notify)
+        work = replace(work, to_make=tuple(untried(store, [name for name in models if name not in variants],
+                                                   techniques)), techniques=techniques)
         variants = _reduced_precision_variants(variants, models, store, config.runtime.on_gpu)
     video = target is not None and is_video(target)
     # An unknown target (a Python API caller's next call) is planned for as a video: frames in flight counted.
@@ -74,10 +106,10 @@ def plan_run(config: RunConfig, models: tuple[str, ...], store: Store, target: P
         generator_threads=_generator_threads(config, level, video),
         face_size=config.swap.target_face_size if face_cap is None else min(config.swap.target_face_size, face_cap),
         pixel_boost=boost if face_cap is None or boost is None else min(boost, face_cap),
-        frame_tile=memory.frame_tile(tile), runtime=_runtime_options(config, level, video))
+        frame_tile=memory.frame_tile(tile), runtime=_runtime_options(config, level, video), variant_work=work)
 
 
-def _runtime_options(config: RunConfig, level: MemoryLevel, video: bool) -> RuntimeOptions:
+def _runtime_options(config: RunConfig, level: MemoryLevel, video: bool) -> SessionSettings:
     """ONNX Runtime's settings. One thread per model for a video: its decoder, encoder, analysis and rendering
     threads already keep the cores busy, and models taking every core fight them (about 1.5x slower on 2 cores);
     an image gets every core (0 lets ONNX Runtime choose). Without --execution-gpu-memory-limit, a --memory-budget
@@ -89,7 +121,7 @@ def _runtime_options(config: RunConfig, level: MemoryLevel, video: bool) -> Runt
     gpu_limit = runtime.execution_gpu_memory_limit
     if gpu_limit is None and runtime.on_gpu:
         gpu_limit = config.memory.budget_bytes
-    return RuntimeOptions(
+    return SessionSettings(
         providers=runtime.execution_providers, device_id=runtime.execution_device_id,
         strict_provider=runtime.strict_provider, intra_op_threads=threads, gpu_mem_limit=gpu_limit,
         enable_cpu_arena=level.cpu_arena, enable_mem_pattern=level.memory_patterns, shrink_arenas=level.shrink_arenas,
@@ -166,6 +198,28 @@ def _reduced_precision_variants(chosen: dict[str, str], models: tuple[str, ...],
                 picked[name] = f"{name}.{variant}"
                 break
     return picked
+
+
+def untried(store: Store, models: Sequence[str], techniques: Sequence[str]) -> list[str]:
+    """The large models of `models` with a file, a gate for their kind, and no variant of `techniques` tried
+    (smaller ones save little memory as variants, and a gate costs minutes)."""
+    found = []
+    for name in models:
+        spec = store.catalog.get(name)
+        path = store.location(name)
+        if (spec.kind not in KIND_GATES or not spec.filename.endswith(".onnx") or not path.is_file()
+                or path.stat().st_size < MIN_VARIANT_BYTES):
+            continue
+        if all(read_record(store.model_dir / variant_filename(spec.filename, technique)) is None
+               for technique in techniques):
+            found.append(name)
+    return found
+
+
+def _ungated(store: Store, name: str) -> bool:
+    """Whether stored variant `name` (NAME.VARIANT) waits for its quality gate."""
+    record = read_record(store.variant_location(name))
+    return record is not None and record.verdict == UNGATED
 
 
 def _cpu_only(config: RunConfig, models: tuple[str, ...], store: Store) -> tuple[str, ...]:

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from slimfuse.memory.levels import MemoryLevel
 from slimfuse.models.pool import ModelPool
-from slimfuse.processors.base import FaceProcessor
 
 
 class Residency:
@@ -17,11 +16,11 @@ class Residency:
         self.level = level
         self.take_turns = level.one_generator and len(set(generators)) > 1
 
-    def after_stage(self, processor: FaceProcessor) -> None:
-        """A processor has run over what there is to do now: at a level that keeps one generator resident at a
-        time, its generators go, so the next stage's can load."""
+    def after_stage(self, generators: Iterable[str]) -> None:
+        """A stage has run over what there is to do now: at a level that keeps one generator resident at a time,
+        its generators go, so the next stage's can load."""
         if self.take_turns:
-            for name in processor.generator_models:
+            for name in generators:
                 self.pool.release(name)
 
     def after_sources(self, preparation_models: Iterable[str], identity_models: Iterable[str],

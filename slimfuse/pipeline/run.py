@@ -20,15 +20,14 @@ from slimfuse.faces.recognize import Recognizer, build_recognizer, recognizer_mo
 from slimfuse.faces.select import FaceSelector
 from slimfuse.faces.types import Face
 from slimfuse.log import notice
-from slimfuse.media.c2pa_sign import C2paSigner, check_signer
+from slimfuse.media.c2pa_sign import check_signer
 from slimfuse.media.image_io import read_image
-from slimfuse.media.provenance import ProvenanceLabel
+from slimfuse.media.provenance import C2paSigner, ProvenanceLabel
 from slimfuse.memory.batching import AdaptiveBatcher
-from slimfuse.model_choices import gate_variants
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify, Store, default_home
-from slimfuse.pipeline.chain import Chain, ChainSpec
+from slimfuse.pipeline.chain import Chain, ChainSpec, PreparedChain
 from slimfuse.pipeline.frames import FrameLoop
 from slimfuse.pipeline.plan import RunPlan, plan_run
 from slimfuse.pipeline.report import RunReport
@@ -72,7 +71,7 @@ class Run:
     """The label every output of the run carries (None: --no-provenance)."""
     _sources: Sequence[SourceImage] | None = None
     """The source photos already in memory; None: read from config.sources on first use."""
-    _prepared: list[object] | None = field(default=None, init=False)
+    _prepared: PreparedChain | None = field(default=None, init=False)
     _reference: np.ndarray | None = field(default=None, init=False)
 
     @property
@@ -88,14 +87,14 @@ class Run:
         """Every face of an image with its mesh, largest first."""
         return self.analyser.faces(rgb)
 
-    def prepare(self, keep_identity: bool) -> list[object]:
+    def prepare(self, keep_identity: bool) -> PreparedChain:
         """Each processor's state from the source photos, computed once a run; then the models only preparation
         used are released (the identity model too unless `keep_identity`)."""
         if self._prepared is None:
             self._prepared = self.prepare_sources(self._source_images(), keep_identity)
         return self._prepared
 
-    def prepare_sources(self, sources: Sequence[SourceImage], keep_identity: bool = True) -> list[object]:
+    def prepare_sources(self, sources: Sequence[SourceImage], keep_identity: bool = True) -> PreparedChain:
         """Each processor's state from these photos of one person, on the run's pool (nothing but what preparing
         needs is loaded again): the -s photos' (`prepare` keeps it), or another person's to switch to while
         frames go through (FrameLoop.use_sources; its caller keeps it). NoSourceFaceError naming the first photo
@@ -113,7 +112,7 @@ class Run:
                                      recognizer_models(self.config.faces.face_recognizer_model), keep_identity)
         return prepared
 
-    def loop(self, prepared: Sequence[object], reference: np.ndarray | None = None) -> FrameLoop:
+    def loop(self, prepared: PreparedChain, reference: np.ndarray | None = None) -> FrameLoop:
         """A fresh frame loop (tracks, selection, reuse) for one target or stream. reference: an RGB photo of the
         person to swap (reference selection for this loop), else the config's --reference-face-image or mode."""
         faces = self.config.faces
@@ -186,38 +185,46 @@ def provenance_label(config: RunConfig) -> ProvenanceLabel | None:
     return label
 
 
-def run_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
-    """Every catalog model a run of `config` loads, each once, in first-use order: what the analysis and the
-    processor chain declare."""
+def run_models(config: RunConfig, spec: ChainSpec, catalog: Catalog) -> tuple[str, ...]:
+    """Every catalog model a run of `config` (with its chain `spec`) loads, each once, in first-use order: what the
+    analysis and the processor chain declare."""
     faces = config.faces
     return tuple(dict.fromkeys([*FaceAnalyser.models_for(faces.face_detector_model),
-                                *recognizer_models(faces.face_recognizer_model), *ChainSpec.of(config).models(catalog)]))
+                                *recognizer_models(faces.face_recognizer_model), *spec.models(catalog)]))
+
+
+def default_store(config: RunConfig, notify: Notify | None = None) -> Store:
+    """The model store of $SLIMFUSE_HOME, with the config's --models-dir."""
+    return Store(home=default_home(), models_dir=config.runtime.models_dir, notify=notify or notice)
 
 
 def plan_for(config: RunConfig, target: Path | None = None, store: Store | None = None) -> RunPlan:
-    """The plan build_run makes for `config` (MemoryBudgetError when it cannot fit), without loading anything: what
-    a server checks a job against before it queues it."""
-    if store is None:
-        store = Store(home=default_home(), models_dir=config.runtime.models_dir)
-    return plan_run(config, run_models(config, store.catalog), store, target)
+    """The plan build_run makes for `config` (MemoryBudgetError when it cannot fit), without loading or making
+    anything: what the command line does its variant work from, and a server checks a job against before it
+    queues it."""
+    store = store or default_store(config)
+    return plan_run(config, run_models(config, ChainSpec.of(config), store.catalog), store, target)
 
 
 def build_run(config: RunConfig, target: Path | None = None, report: RunReport | None = None,
               notify: Notify | None = None, sources: Sequence[SourceImage] | None = None,
-              store: Store | None = None) -> Run:
+              store: Store | None = None, plan: RunPlan | None = None) -> Run:
     """Assemble a run. target: the target path when known (the memory plan sizes its frames in flight, and a
     video gets one ONNX Runtime thread per model); report: the run report the run fills in (its caller writes it,
     also when this fails); sources: the source photos already in memory (default: read from config.sources on
-    first use); store: the model store (default: $SLIMFUSE_HOME's, with config's --models-dir). Raises
-    MemoryBudgetError before any model is loaded when the job cannot fit its --memory-budget."""
-    if store is None:
-        store = Store(home=default_home(), models_dir=config.runtime.models_dir, notify=notify or notice)
+    first use); store: the model store (default: $SLIMFUSE_HOME's, with config's --models-dir); plan: the plan
+    its caller made for it (plan_for), else made here. Raises MemoryBudgetError before any model is loaded when
+    the job cannot fit its --memory-budget. Variants the plan found missing are not made here: the run says so
+    and loads the originals in their place."""
+    store = store or default_store(config, notify)
     spec = ChainSpec.of(config)
-    faces = config.faces
-    plan = plan_for(config, target, store)
+    if plan is None:
+        plan = plan_run(config, run_models(config, spec, store.catalog), store, target)
     if report is not None:
         report.plan = plan
-    gate_variants(store, plan.variants, store.notify)
+    if plan.variant_work.pending:
+        LOG.warning("variants are not ready, so the originals run in their place; make them with: "
+                    + "; ".join(plan.variant_work.commands()))
     threads = {} if plan.generator_threads is None else dict.fromkeys(plan.generators, plan.generator_threads)
     pool = ModelPool(store, plan.runtime, budget_bytes=plan.memory.pool_budget_bytes, variants=dict(plan.variants),
                      cpu_only=plan.cpu_only, threads=threads)
@@ -226,7 +233,8 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     if report is not None:
         report.pool, report.batcher = pool, batcher
     residency = Residency(pool, config.memory.level, plan.generators)
-    chain = spec.build(config, pool, batcher, plan.face_size, plan.pixel_boost, plan.frame_tile, residency)
+    chain = spec.build(pool, batcher, plan.face_size, plan.pixel_boost, plan.frame_tile, residency)
+    faces = config.faces
     analyser = FaceAnalyser(pool, DetectorOptions(model=faces.face_detector_model, score=faces.face_detector_score,
                                                   tile_size=faces.face_detector_size))
     recognizer = build_recognizer(faces.face_recognizer_model, pool)

@@ -26,7 +26,6 @@ from slimfuse.media.video_reader import FrameSpan, VideoFrame, VideoReader
 from slimfuse.media.video_writer import VideoWriter
 from slimfuse.pipeline.chain import Target
 from slimfuse.pipeline.frames import FrameLoop, FrameStats
-from slimfuse.pipeline.image import refuse_overwriting_inputs
 from slimfuse.pipeline.run import Run
 
 
@@ -106,7 +105,6 @@ class VideoSwapJob:
     def run_job(self) -> VideoResult:
         started = time.perf_counter()
         run, config = self.run, self.run.config
-        refuse_overwriting_inputs(run, [self.target], self.output)
         info = probe(self.target)
         scale = run.chain.frame_scale  # frames come out of a frame enhancer that keeps its scale this much larger
         written = info if scale == 1 else replace(info, width=info.width * scale, height=info.height * scale)

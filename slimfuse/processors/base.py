@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar, runtime_checkable
 
 import cv2
 import numpy as np
@@ -46,7 +46,11 @@ class Processed:
     alpha: np.ndarray
 
 
-class FaceProcessor(Protocol):
+State = TypeVar("State")
+"""What a processor prepares from the source photos and takes back for every batch (a texture, an embedding)."""
+
+
+class FaceProcessor(Protocol[State]):
     @property
     def preparation_models(self) -> tuple[str, ...]:
         """Catalog models only `prepare` uses: the run can release them once the sources are prepared."""
@@ -57,13 +61,29 @@ class FaceProcessor(Protocol):
         """The large models `process` runs: a strict memory level releases them after each stage."""
         ...
 
-    def prepare(self, sources: Sequence[SourcePhoto]) -> object:
+    def prepare(self, sources: Sequence[SourcePhoto]) -> State:
         """What the processor needs from the source photos (a texture, an embedding), computed once a run."""
         ...
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop: ...
 
-    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]: ...
+    def process(self, crops: Sequence[FaceCrop], prepared: State) -> list[Processed]: ...
+
+
+@runtime_checkable
+class KeepsMouth(Protocol):
+    """A processor that keeps the target's mouth interior, or swaps it too, as it is told while frames go through
+    (a live control)."""
+
+    def keep_mouth(self, keep: bool) -> None: ...
+
+
+@runtime_checkable
+class SizedFaces(Protocol):
+    """A processor that works on faces of at most a size it can change while frames go through (the live latency
+    ladder); the neural processors keep their model's size."""
+
+    def resize(self, max_face_size: int) -> None: ...
 
 
 def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:

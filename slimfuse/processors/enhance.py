@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from slimfuse.config import EnhanceOptions
 from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.types import Face
 from slimfuse.memory.batching import AdaptiveBatcher
@@ -22,22 +23,20 @@ from slimfuse.processors.paste_masks import FaceMasker
 
 
 class EnhanceProcessor:
-    def __init__(self, pool: ModelPool, model: str, blend: int, weight: float, masker: FaceMasker,
-                 batcher: AdaptiveBatcher) -> None:
-        """blend: 0-100, how much of the enhanced face replaces the face; weight: CodeFormer's fidelity; masker:
-        the enhancer's face masks; batcher: the run's batch sizes and out-of-memory back-off."""
+    def __init__(self, pool: ModelPool, options: EnhanceOptions, masker: FaceMasker, batcher: AdaptiveBatcher) -> None:
+        """options: the run's (the model, its blend 0-100 and CodeFormer's fidelity weight); masker: the enhancer's
+        face masks; batcher: the run's batch sizes and out-of-memory back-off."""
+        model = options.face_enhancer_model
         spec = pool.store.catalog.get(model)
         if spec.kind != "enhancer" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a face enhancer")
-        if not 0 <= blend <= 100:
-            raise ValueError("the enhancer blend lies between 0 and 100")
         self.pool = pool
         self.model = model
         self.io = spec.io
         self.template: str = spec.io.template
         self.size: int = spec.io.crop_size
-        self.blend = blend
-        self.weight = float(weight)
+        self.blend = options.face_enhancer_blend
+        self.weight = options.face_enhancer_weight
         self.masker = masker
         self.batcher = batcher
         self.preparation_models: tuple[str, ...] = ()
@@ -54,7 +53,7 @@ class EnhanceProcessor:
         return FaceCrop(image=warp_to_crop(frame, matrix, self.size), landmarks=landmarks_in_crop(face.landmarks, matrix),
                         crop_from_frame=matrix)
 
-    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]:
+    def process(self, crops: Sequence[FaceCrop], prepared: None) -> list[Processed]:
         if not crops:
             return []
         session = self.pool.session(self.model)

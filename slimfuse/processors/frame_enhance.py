@@ -17,7 +17,7 @@ every array besides the result is a tile's size (plus a few weight vectors along
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from math import ceil
 
@@ -25,13 +25,14 @@ import cv2
 import numpy as np
 import onnxruntime as ort
 
+from slimfuse.config import EnhanceOptions
 from slimfuse.models.tensors import batch_axis_free
 
 
 @dataclass(frozen=True)
 class FrameEnhanceOptions:
-    """The tiling and blend of the frame enhancer; the run's options (--frame-enhancer-tile-size, -overlap, -blend,
-    -keep-scale) have their defaults in config.py."""
+    """The tiling and blend of the frame enhancer: the run's EnhanceOptions (--frame-enhancer-tile-overlap, -blend,
+    -keep-scale, and the tile size its plan capped; see `of`) and the tiling's own settings."""
 
     tile_size: int
     """Side of the square tiles the model sees, in input pixels."""
@@ -60,6 +61,13 @@ class FrameEnhanceOptions:
             raise ValueError("frame enhancer tile margin must lie below a quarter of the tile size")
         if self.batch_size < 1 or not 0 <= self.blend <= 100:
             raise ValueError("frame enhancer batch size must be at least 1 and blend lie in 0-100")
+
+
+    @classmethod
+    def of(cls, options: EnhanceOptions, tile_size: int) -> FrameEnhanceOptions:
+        """The run's frame enhancer options, on tiles of `tile_size` input pixels."""
+        return cls(tile_size=tile_size, overlap=options.frame_enhancer_tile_overlap,
+                   blend=options.frame_enhancer_blend, keep_scale=options.frame_enhancer_keep_scale)
 
 
 @dataclass(frozen=True)
@@ -106,15 +114,23 @@ def axis_tiles(length: int, tile: int, overlap: int, margin: int) -> AxisTiles:
 
 
 class FrameEnhancer:
-    def __init__(self, session: ort.InferenceSession, scale: int, options: FrameEnhanceOptions) -> None:
-        """`scale`: how many times larger the model's output is per side (frame_enhancers.SCALES)."""
+    def __init__(self, session: Callable[[], ort.InferenceSession], scale: int, options: FrameEnhanceOptions) -> None:
+        """session: gives the model's session for each frame (a run's pool may release it between frames under a
+        budget, and loads it again when asked); `scale`: how many times larger the model's output is per side
+        (frame_enhancers.SCALES)."""
         self.session = session
         self.scale = scale
         self.options = options
 
+    @property
+    def frame_scale(self) -> int:
+        """How much larger the frames come out than they went in."""
+        return self.scale if self.options.keep_scale else 1
+
     def enhance(self, frame: np.ndarray) -> np.ndarray:
         """The enhanced RGB uint8 frame: at the model's scale, the input's size or `output_size`."""
         options = self.options
+        session = self.session()
         height, width = frame.shape[:2]
         at_model_scale = options.keep_scale or options.output_size not in (None, (width, height))
         factor = self.scale if at_model_scale else 1
@@ -122,10 +138,10 @@ class FrameEnhancer:
         cols = axis_tiles(width, options.tile_size, options.overlap, options.margin)
         result = np.zeros((height * factor, width * factor, 3), dtype=np.uint8)
         jobs = [(i, j) for i in range(len(rows.starts)) for j in range(len(cols.starts))]
-        step = options.batch_size if batch_axis_free(self.session) else 1
+        step = options.batch_size if batch_axis_free(session) else 1
         for batch in _chunks(jobs, step):
             cut = np.stack([self._cut(frame, rows.starts[i], cols.starts[j]) for i, j in batch])
-            for (i, j), tile in zip(batch, self._run(cut, factor), strict=True):
+            for (i, j), tile in zip(batch, self._run(session, cut, factor), strict=True):
                 _blend_tile(result, tile, rows, cols, i, j, factor)
         if at_model_scale and not options.keep_scale and options.output_size is not None:
             return cv2.resize(result, options.output_size, interpolation=cv2.INTER_AREA)
@@ -140,10 +156,10 @@ class FrameEnhancer:
             tile = cv2.copyMakeBorder(tile, 0, short_y, 0, short_x, cv2.BORDER_REPLICATE)
         return tile
 
-    def _run(self, tiles: np.ndarray, factor: int) -> np.ndarray:
+    def _run(self, session: ort.InferenceSession, tiles: np.ndarray, factor: int) -> np.ndarray:
         """The model's output for a batch of uint8 tiles as float32 0..255, at `factor` times the tile size."""
         tensor = np.ascontiguousarray(tiles.transpose(0, 3, 1, 2), dtype=np.float32) / np.float32(255)
-        output = self.session.run(None, {self.options.input_name: tensor})[0]
+        output = session.run(None, {self.options.input_name: tensor})[0]
         count, size, s = len(tiles), self.options.tile_size, self.scale
         if output.shape != (count, 3, size * s, size * s):
             raise ValueError(f"the frame enhancer gave {output.shape} for {tensor.shape}: not a x{s} model")

@@ -1,4 +1,5 @@
-"""The face mask types a user selects (`--face-mask-types box mesh occlusion region`) and their combination.
+"""The face mask types a user selects (`--face-mask-types box mesh occlusion region`, the run's MaskOptions) and their
+combination.
 
 Every mask is float32 H x W in [0, 1] of its crop's size, 1 where the processed face may show. The selected
 masks combine by their minimum, so each one can only take area away (an occluding hand, the crop's edge).
@@ -10,62 +11,20 @@ masks combine by their minimum, so each one can only take area away (an occludin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import cv2
 import numpy as np
 
+from slimfuse.config import MaskOptions, Padding
 from slimfuse.processors.mesh_masks import soft_polygons
 
 T = TypeVar("T")
-
-MaskType = Literal["box", "mesh", "occlusion", "region"]
-MASK_TYPES: tuple[MaskType, ...] = ("box", "mesh", "occlusion", "region")
-
-Padding = tuple[int, int, int, int]
-"""Top, right, bottom, left, in percent of the crop's side."""
-
-
-@dataclass(frozen=True)
-class MaskOptions:
-    """The run's --face-mask-types, --face-mask-blur and --face-mask-padding (their defaults live in config.py)."""
-
-    types: tuple[MaskType, ...]
-    blur: float
-    """0..1: the box mask's edge blur, as a fraction of half the crop's width."""
-    padding: Padding = (0, 0, 0, 0)
-    """Top, right, bottom, left percent; no padding unless one is asked for."""
-
-    def __post_init__(self) -> None:
-        unknown = [name for name in self.types if name not in MASK_TYPES]
-        if unknown:
-            raise ValueError(f"unknown face mask type {', '.join(unknown)}; known: {', '.join(MASK_TYPES)}")
-        if not 0.0 <= self.blur <= 1.0:
-            raise ValueError(f"face mask blur must lie between 0 and 1, got {self.blur}")
-        if len(self.padding) != 4 or any(not 0 <= side <= 100 for side in self.padding):
-            raise ValueError(f"face mask padding takes four percentages 0-100, got {self.padding}")
-
 
 class CropMasker(Protocol):
     def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
         """One float32 mask of each crop's size for a batch of H x W x 3 RGB uint8 crops."""
         ...
-
-
-def padding_from(values: Sequence[int]) -> Padding:
-    """1 to 4 values as in CSS (and FaceFusion): all sides; vertical horizontal; top horizontal bottom; or
-    top right bottom left."""
-    v = [int(value) for value in values]
-    if len(v) == 1:
-        return v[0], v[0], v[0], v[0]
-    if len(v) == 2:
-        return v[0], v[1], v[0], v[1]
-    if len(v) == 3:
-        return v[0], v[1], v[2], v[1]
-    if len(v) == 4:
-        return v[0], v[1], v[2], v[3]
-    raise ValueError(f"face mask padding takes 1 to 4 values, got {len(v)}")
 
 
 def box_mask(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 0)) -> np.ndarray:
@@ -122,9 +81,10 @@ def crop_masks(crops: Sequence[np.ndarray], options: MaskOptions, occluder: Crop
 
     mesh: each crop's mesh-based mask (see `mesh_mask`), needed when "mesh" is selected."""
     per_type: list[list[np.ndarray]] = []
-    for name in dict.fromkeys(options.types):  # each type once, in the order given
+    for name in dict.fromkeys(options.face_mask_types):  # each type once, in the order given
         if name == "box":
-            per_type.append([box_mask(c.shape[0], c.shape[1], options.blur, options.padding) for c in crops])
+            per_type.append([box_mask(c.shape[0], c.shape[1], options.face_mask_blur, options.face_mask_padding)
+                             for c in crops])
         elif name == "mesh":
             per_type.append(list(_required(mesh, name)))
         elif name == "occlusion":

@@ -8,26 +8,31 @@ from dataclasses import replace
 import cv2
 import numpy as np
 
+from slimfuse.config import SwapOptions
 from slimfuse.faces.analyse import frontalness
-from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.faces.types import Face
 from slimfuse.processors.base import CROP_CONTEXT, FaceCrop, Processed, SourcePhoto, upright_crop
-from slimfuse.processors.mesh_swap import MeshSwapOptions, MeshSwapper, SourceFace
+from slimfuse.processors.mesh_swap import MeshSwapper, SourceFace
 
 
 class MeshSwapProcessor:
-    def __init__(self, topology: MeshTopology, options: MeshSwapOptions, max_face_size: int) -> None:
+    def __init__(self, topology: MeshTopology, options: SwapOptions, max_face_size: int) -> None:
         self.swapper = MeshSwapper(topology, options)
         self.max_face_size = max_face_size
         self.preparation_models: tuple[str, ...] = ()
         self.generator_models: tuple[str, ...] = ()
 
+    def resize(self, max_face_size: int) -> None:
+        self.max_face_size = max_face_size
+
     def keep_mouth(self, keep: bool) -> None:
         """Keep the target's mouth interior (or swap it too) from the next crop on. A new MeshSwapper with the
         option replaced: its tables take a few milliseconds, and a prepared SourceFace stays valid (the source's
         preparation does not depend on the mouth)."""
-        if keep != self.swapper.options.keep_mouth:
-            self.swapper = MeshSwapper(self.swapper.topology, replace(self.swapper.options, keep_mouth=keep))
+        swapper = self.swapper
+        if keep != swapper.options.keep_mouth:
+            self.swapper = MeshSwapper(swapper.topology, replace(swapper.options, keep_mouth=keep), swapper.tuning)
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> SourceFace:
         # The source photo itself (prepare_source cuts it out on whole pixels and scales it only when the face is
@@ -40,9 +45,7 @@ class MeshSwapProcessor:
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
         return exact_crop(frame, face, self.max_face_size)
 
-    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]:
-        if not isinstance(prepared, SourceFace):
-            raise TypeError("the mesh swapper needs the SourceFace its prepare() made")
+    def process(self, crops: Sequence[FaceCrop], prepared: SourceFace) -> list[Processed]:
         results = []
         for crop in crops:
             image, alpha = self.swapper.swap_crop(crop.image, crop.landmarks, prepared)

@@ -41,7 +41,8 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from slimfuse.faces.mesh_topology import NUM_LANDMARKS, MeshTopology
+from slimfuse.config import SwapOptions
+from slimfuse.models.mesh_topology import NUM_LANDMARKS, MeshTopology
 from slimfuse.processors import blend as blend_ops
 from slimfuse.processors import color as color_ops
 from slimfuse.processors import mesh_masks as mask_ops
@@ -52,24 +53,15 @@ _BOX_MARGIN = 4  # pixels kept around the outer mask's box (the shape transfer s
 
 
 @dataclass(frozen=True)
-class MeshSwapOptions:
-    """Tuning of the mesh swapper. Fractions are of the target face size (the larger of the face oval's
-    height and width) unless noted."""
+class MeshTuning:
+    """Tuning of the mesh swapper (what a user chooses is the run's SwapOptions). Fractions are of the target face
+    size (the larger of the face oval's height and width) unless noted."""
 
-    keep_mouth: bool = True  # keep the target's mouth interior (inside the inner lip line)
-    keep_eyes: bool = False  # keep the target's eyes (inside the eyelid rings)
-    eye_region: Literal["source", "target"] = "source"  # "target": the target's whole eye region (where glasses
-    # sit, temples included) stays: its glasses stay in front and a source's glasses never show
-    glasses_reach: float = 0.06  # how far that region reaches past the eyelid rings
-    keep_occluders: bool = False  # thin dark lines in the target's eye region that the source lacks (glasses
-    # rims) stay in front
-    remove_source_glasses: bool = False  # thin dark lines around the source's eyes (rims, not eyes or brows) are
-    # inpainted from the surrounding skin before the warp
+    glasses_reach: float = 0.06  # how far the target's eye region (eye_region "target") reaches past the eyelid rings
     occluder_darkness: float = 0.5  # a line this much darker than its surroundings (share of their brightness)
     occluder_length: float = 0.25  # ... if it runs on for at least this (of the face size)
     rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
     occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
-    blend: Literal["feather", "poisson"] = "feather"
     poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
     mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
@@ -100,10 +92,6 @@ class MeshSwapOptions:
     interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
 
     def __post_init__(self) -> None:
-        if self.blend not in ("feather", "poisson"):
-            raise ValueError(f"blend must be 'feather' or 'poisson', not {self.blend!r}")
-        if self.eye_region not in ("source", "target"):
-            raise ValueError(f"eye_region must be 'source' or 'target', not {self.eye_region!r}")
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border"):
@@ -230,9 +218,11 @@ class SwapLayers:
 class MeshSwapper:
     """Swap faces with a fixed mesh topology; see the module docstring."""
 
-    def __init__(self, topology: MeshTopology, options: MeshSwapOptions = MeshSwapOptions()) -> None:
+    def __init__(self, topology: MeshTopology, options: SwapOptions = SwapOptions(),
+                 tuning: MeshTuning = MeshTuning()) -> None:
         self.topology = topology
         self.options = options
+        self.tuning = tuning
         n = topology.num_vertices
         self._rings = {
             "oval": np.asarray(topology.face_oval, dtype=np.int64),
@@ -253,7 +243,7 @@ class MeshSwapper:
         # Shape-transfer weight per vertex: 0 on the outline, full `shape_rings` mesh rings inside it; pinned
         # to 0 on the kept mouth (and its ring of neighbours) and on kept eyes.
         tri = np.asarray(topology.triangles, dtype=np.int64)
-        weight = mask_ops.smoothstep(_ring_distance(tri, n, self._rings["oval"]) / options.shape_rings)
+        weight = mask_ops.smoothstep(_ring_distance(tri, n, self._rings["oval"]) / tuning.shape_rings)
         if options.keep_mouth:
             weight = np.minimum(weight, mask_ops.smoothstep(_ring_distance(tri, n, self._rings["lips_inner"]) / 2))
         if options.keep_eyes:
@@ -285,7 +275,7 @@ class MeshSwapper:
         local = lm.copy()
         local[:, 0] -= x0
         local[:, 1] -= y0
-        scale = min(1.0, self.options.max_source_face / size)
+        scale = min(1.0, self.tuning.max_source_face / size)
         if scale < 1.0:
             nw, nh = max(1, int(round(crop.shape[1] * scale))), max(1, int(round(crop.shape[0] * scale)))
             sx, sy = nw / crop.shape[1], nh / crop.shape[0]
@@ -304,7 +294,7 @@ class MeshSwapper:
         around them; the eyes with their lashes are left alone."""
         size = float(max((lm[:, :2].max(0) - lm[:, :2].min(0)).max(), 1.0))
         shape = image.shape[:2]
-        zone = self._glasses_zone(lm, size, shape, self.options.rims_reach) > 0.5
+        zone = self._glasses_zone(lm, size, shape, self.tuning.rims_reach) > 0.5
         features = [lm[self._rings[k], :2] for k in ("left_eye", "right_eye")]
         sd = mask_ops.polygons_signed_distance(shape, features, 0.05 * size)
         spared = mask_ops.soft_from_distance(shape, sd, 0.025 * size, 1.0) > 0
@@ -313,7 +303,7 @@ class MeshSwapper:
         if not lines.any():
             return image
         # Hysteresis: fainter parts of the same lines (their soft edges, where they cross a brow) go too.
-        weak = ((darkness > 0.5 * self.options.occluder_darkness) & zone & ~spared).astype(np.uint8)
+        weak = ((darkness > 0.5 * self.tuning.occluder_darkness) & zone & ~spared).astype(np.uint8)
         count, labels = cv2.connectedComponents(weak, connectivity=8)
         touched = np.zeros(count, bool)
         touched[np.unique(labels[lines])] = True
@@ -323,7 +313,7 @@ class MeshSwapper:
         hole = cv2.dilate(lines.astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
         # Filled from the skin around it only (not from brows, lashes or the rims' own soft edges), so no dark
         # smear is dragged in.
-        skin = (hole == 0) & (darkness < 0.5 * self.options.occluder_darkness)
+        skin = (hole == 0) & (darkness < 0.5 * self.tuning.occluder_darkness)
         fill = color_ops.normalized_blur(image.astype(np.float32), skin.astype(np.float32), max(1.0, 0.02 * size))
         return np.where(hole[..., None] > 0, np.clip(np.rint(fill), 0, 255), image).astype(np.uint8)
 
@@ -331,13 +321,13 @@ class MeshSwapper:
         """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide, as a
         share of the surroundings' brightness (a rim is nearly black on skin; a crease only a little darker)."""
         luma = color_ops.luma(image)
-        dark = mask_ops.dark_lines(luma, self.options.occluder_width * size)
+        dark = mask_ops.dark_lines(luma, self.tuning.occluder_width * size)
         return dark / (luma + dark + 1.0)
 
     def _rims(self, darkness: np.ndarray, size: float, zone: np.ndarray) -> np.ndarray:
         """Rim-like lines in `zone` (bool): `darkness` above `occluder_darkness` in a component spanning at least
         `occluder_length` of the face, so creases, wrinkles and lashes do not count."""
-        opt = self.options
+        opt = self.tuning
         lines = (darkness > opt.occluder_darkness) & zone
         count, labels, stats, _ = cv2.connectedComponentsWithStats(lines.astype(np.uint8), connectivity=8)
         long = np.zeros(count, bool)
@@ -348,7 +338,7 @@ class MeshSwapper:
         """Where the target shows something in front of its face (glasses rims): rim-like lines in its glasses
         zone, much darker than anything the warped source has close by. Soft-edged, float32."""
         shape = target.shape[:2]
-        zone = self._glasses_zone(v, size, shape, self.options.rims_reach) > 0.5
+        zone = self._glasses_zone(v, size, shape, self.tuning.rims_reach) > 0.5
         near = max(1, int(round(0.01 * size)))
         in_source = cv2.dilate(self._darkness(warped, size),
                                cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * near + 1,) * 2))
@@ -375,7 +365,7 @@ class MeshSwapper:
         x0, y0, x1, y1 = layers.box
         if self.options.blend == "poisson":
             blended = blend_ops.poisson_blend(layers.base, layers.corrected, layers.alpha,
-                                               max_shift=self.options.poisson_max_shift)
+                                               max_shift=self.tuning.poisson_max_shift)
         else:
             blended = blend_ops.feather_blend(layers.base, layers.corrected, layers.alpha)
         # The contract, whatever the blend did: the crop's own pixels wherever nothing changed.
@@ -388,7 +378,7 @@ class MeshSwapper:
         """The intermediate images of `swap_crop` (before blending), or None if no face pixel is covered."""
         if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
-        opt = self.options
+        opt = self.tuning
         H, W = crop.shape[:2]
         lt = _check_landmarks(landmarks)
         rings = self._rings
@@ -449,7 +439,7 @@ class MeshSwapper:
         vt_roi[:, 1] -= by0
 
         # Per-triangle affine maps from target (ROI) pixels to source pixels and to the shape-transfer shift.
-        keep_lips = opt.keep_mouth and self._closed(lt, frame) and not mesh.mouth_closed
+        keep_lips = self.options.keep_mouth and self._closed(lt, frame) and not mesh.mouth_closed
         shift_v = self._vertex_shift(vt_roi, vs, size, keep_lips) if opt.shape_transfer > 0 else None
         coef_src, coef_shift = _affine_tables(tris, vt_roi, mesh.corners, shift_v, drawable)
         keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw), keep_lips)
@@ -490,7 +480,7 @@ class MeshSwapper:
             warped = _remap_keeping_grain(src_img, map_x, map_y, interp)
 
         alpha = outer * (1.0 - keep) * trust_px
-        if opt.keep_occluders:
+        if self.options.keep_occluders:
             # The target's glasses stay in front: unmoved, over the swapped face.
             occl = self._occluders(original, warped, vt_roi, size) * (outer > 0)
             alpha *= 1.0 - occl
@@ -529,7 +519,7 @@ class MeshSwapper:
         of it inside the face (more carries the target's identity), up to the target's energy in the `border`
         zone, so the skin's grain runs on across the mask edge; its local energy held to `detail_texture` times
         the typical."""
-        opt = self.options
+        opt = self.tuning
         sigma = max(1.0, 0.5 * magnify)
         luma_t = color_ops.luma(target)
         luma_s = color_ops.luma(corrected)
@@ -570,7 +560,7 @@ class MeshSwapper:
         map is blurred so that a few tiny folded triangles (under the nose, inside the lips) leave no pinholes.
         scale2: the target / source-level area scale of the face as a whole."""
         stretch = np.abs(area2_t) / np.maximum(area2_s, 1e-6) / scale2
-        fade = mask_ops.smoothstep(np.log2(np.maximum(stretch, 1e-6) / self.options.max_stretch))
+        fade = mask_ops.smoothstep(np.log2(np.maximum(stretch, 1e-6) / self.tuning.max_stretch))
         trust = np.concatenate([[1.0], np.where(area2_s > 0, 1.0 - fade, 0.0)]).astype(np.float32)
         trust_px = np.take(trust, ids)
         if float(trust_px.min()) < 1.0:
@@ -581,7 +571,7 @@ class MeshSwapper:
                     shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """Front-facing coverage (pinholes closed), eroded and feathered; and the border zone where the target's fine
         detail is carried in fully (1 from the mask edge to `detail_border` inside it, fading to 0 over as much)."""
-        opt, size = self.options, frame.size
+        opt, size = self.tuning, frame.size
         frontflag = np.concatenate([[0], front]).astype(np.uint8) * 255
         coverage = mask_ops.close_small_holes(np.take(frontflag, ids), max(1, int(round(0.01 * size))))
         erosion = mask_ops.vertical_erosion(
@@ -597,19 +587,19 @@ class MeshSwapper:
         """Kept target regions (mouth interior, eyes), and where the facial features are (not skin, for the
         colour statistics; damping, where the colour gain is damped). keep_lips: the target's mouth is closed
         and the source's open: the target's lips stay whole (a closed mouth, its seam, no teeth squeezed in)."""
-        opt, rings, size = self.options, self._rings, frame.size
+        opt, rings, size = self.tuning, self._rings, frame.size
         keep = np.zeros(shape, np.float32)
         if keep_lips:
             keep = mask_ops.soft_polygons(shape, [vt_roi[rings["lips_inner"], :2]], opt.lips_keep_grow * size,
                                           max(1.5, opt.hole_feather * size))
-        elif opt.keep_mouth:
+        elif self.options.keep_mouth:
             poly = vt_roi[rings["lips_inner"], :2]
             # The soft edge is at most half the opening: a closed mouth keeps only its seam.
             hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * _opening(poly, frame.down)))
             keep = mask_ops.soft_polygons(shape, [poly], 0.25 * hole_f, hole_f)
-        if opt.eye_region == "target":
+        if self.options.eye_region == "target":
             keep = np.maximum(keep, self._glasses_zone(vt_roi, size, shape))
-        if opt.keep_eyes:
+        if self.options.keep_eyes:
             # The eye with its lids and lashes: the blend edge lies on skin, not on the (often red) lid rims.
             grow = opt.eye_keep_grow * size
             hole_f = max(1.0, opt.hole_feather * size)
@@ -633,9 +623,9 @@ class MeshSwapper:
         for a, b in ((133, 362), (33, 234), (263, 454), (33, 133), (263, 362)):
             pa, pb = np.round(v[a, :2]).astype(int), np.round(v[b, :2]).astype(int)
             cv2.line(zone, (int(pa[0]), int(pa[1])), (int(pb[0]), int(pb[1])), 255, thick)
-        grow = max(1, int(round((self.options.glasses_reach if reach is None else reach) * size)))
+        grow = max(1, int(round((self.tuning.glasses_reach if reach is None else reach) * size)))
         zone = cv2.dilate(zone, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
-        return mask_ops.eroded_feather(zone, 0.0, max(1.0, self.options.hole_feather * size * 1.5))
+        return mask_ops.eroded_feather(zone, 0.0, max(1.0, self.tuning.hole_feather * size * 1.5))
 
     def _rasterise(self, v: np.ndarray, drawable: np.ndarray, front: np.ndarray,
                    shape: tuple[int, int]) -> np.ndarray:
@@ -652,7 +642,7 @@ class MeshSwapper:
     def _source_mesh(self, source: SourceFace, level: int, up: int) -> SourceMesh:
         """The source's mesh at pyramid `level` or magnified `up` times (made once per scale, then cached)."""
         cache: dict[tuple[float, int, int], SourceMesh] = source._meshes  # type: ignore[attr-defined]
-        key = (self.options.closed_mouth, level, up)
+        key = (self.tuning.closed_mouth, level, up)
         known = cache.get(key)
         if known is None or known.triangles is not self._triangles:  # made by another swapper
             if up > 1:
@@ -673,7 +663,7 @@ class MeshSwapper:
 
     def _closed(self, lm: np.ndarray, frame: mask_ops.FaceFrame) -> bool:
         """Whether the mouth of this mesh is closed (its inner-lip opening under `closed_mouth` of the face)."""
-        return _opening(lm[self._rings["lips_inner"], :2], frame.down) < self.options.closed_mouth * frame.size
+        return _opening(lm[self._rings["lips_inner"], :2], frame.down) < self.tuning.closed_mouth * frame.size
 
     def _vertex_shift(self, vt: np.ndarray, vs: np.ndarray, size: float, keep_lips: bool = False) -> np.ndarray:
         """Shape transfer: per-vertex 2-D shift (V, 2) of the target mesh toward the source's proportions.
@@ -686,9 +676,9 @@ class MeshSwapper:
         src = vs[:n].astype(np.float64)
         dst = vt[:n].astype(np.float64)
         aligned = _similarity_align(src, dst)
-        weight = self._shape_weight_lips if keep_lips and self.options.pin_closed_lips else self._shape_weight
-        d = (aligned[:, :2] - dst[:, :2]) * (self.options.shape_transfer * weight)[:, None]
-        limit = self.options.max_shape_shift * size
+        weight = self._shape_weight_lips if keep_lips and self.tuning.pin_closed_lips else self._shape_weight
+        d = (aligned[:, :2] - dst[:, :2]) * (self.tuning.shape_transfer * weight)[:, None]
+        limit = self.tuning.max_shape_shift * size
         norm = np.hypot(d[:, 0], d[:, 1])
         d *= np.minimum(1.0, limit / np.maximum(norm, 1e-9))[:, None]
         centres = [d[self._rings[name]].mean(0) for name in self._holes]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from slimfuse.config import SwapOptions
 from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_face, warp_to_crop
 from slimfuse.faces.analyse import frontalness
 from slimfuse.faces.recognize import ArcFaceRecognizer, normalise
@@ -92,10 +93,11 @@ def swap_source(pool: ModelPool, model: str, sources: Sequence[SourcePhoto]) -> 
 
 
 class OnnxSwapProcessor:
-    def __init__(self, pool: ModelPool, model: str, pixel_boost: int | None, masker: FaceMasker,
+    def __init__(self, pool: ModelPool, options: SwapOptions, pixel_boost: int | None, masker: FaceMasker,
                  batcher: AdaptiveBatcher) -> None:
-        """pixel_boost: None for the model's own size; masker: the run's face masks; batcher: the run's batch sizes
-        and out-of-memory back-off."""
+        """options: the run's; pixel_boost: its --face-swapper-pixel-boost as the run's plan capped it (None for the
+        model's own size); masker: the run's face masks; batcher: the run's batch sizes and out-of-memory back-off."""
+        model = options.face_swapper_model
         spec = pool.store.catalog.get(model)
         if model not in RECIPES or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
             raise ValueError(f"{model} is not a neural face swapper")
@@ -132,9 +134,7 @@ class OnnxSwapProcessor:
         image = warp_to_crop(frame, matrix, self.size)
         return FaceCrop(image=image, landmarks=landmarks_in_crop(face.landmarks, matrix), crop_from_frame=matrix)
 
-    def process(self, crops: Sequence[FaceCrop], prepared: object) -> list[Processed]:
-        if not isinstance(prepared, SwapSource):
-            raise TypeError("the neural swapper needs the SwapSource its prepare() made")
+    def process(self, crops: Sequence[FaceCrop], prepared: SwapSource) -> list[Processed]:
         if not crops:
             return []
         tiles = np.concatenate([implode(crop.image, self.factor) for crop in crops])

@@ -9,36 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import cv2
 import numpy as np
 import onnxruntime as ort
 
-from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD, PARSER_SIZE
+from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD, PARSER_SIZE, REGIONS
 from slimfuse.models.tensors import MAX_BATCH, batch_axis_free
 from slimfuse.processors.mask_types import soft_edge
 
-REGIONS = MappingProxyType({
-    "skin": 1,
-    "left-eyebrow": 2,
-    "right-eyebrow": 3,
-    "left-eye": 4,
-    "right-eye": 5,
-    "glasses": 6,
-    "left-ear": 7,
-    "right-ear": 8,
-    "earring": 9,
-    "nose": 10,
-    "mouth": 11,
-    "upper-lip": 12,
-    "lower-lip": 13,
-    "neck": 14,
-    "necklace": 15,
-    "cloth": 16,
-    "hair": 17,
-    "hat": 18,
-})
 """`--face-mask-regions` choices and their CelebAMask-HQ class index (0 is the background)."""
 
 EDGE_SIGMA = 5 / 256

@@ -1,7 +1,7 @@
 """The paste-back masks of the neural face processors: the run's selected mask types for a batch of face crops.
 
-`FaceMasker` turns `MaskOptions` (`--face-mask-types`, `--face-mask-blur`, `--face-mask-padding`) into one mask per
-crop through `mask_types.crop_masks`: the box, the mesh's face oval (landmarks in crop pixels), the occluder
+`FaceMasker` turns the run's MaskOptions (`--face-mask-types`, `--face-mask-blur`, `--face-mask-padding`, ...) into
+one mask per crop through `mask_types.crop_masks`: the box, the mesh's face oval (landmarks in crop pixels), the occluder
 (`--face-occluder-model`) and the face parser (`--face-parser-model`, `--face-mask-regions`), whose sessions come
 from the pool when their type is selected. Every mask is computed on the target's crop, before it is processed.
 """
@@ -14,39 +14,41 @@ import numpy as np
 
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceCrop
-from slimfuse.processors.mask_types import MaskOptions, crop_masks, mesh_mask
+from slimfuse.config import MaskOptions
+from slimfuse.processors.mask_types import crop_masks, mesh_mask
 from slimfuse.processors.occlusion import Occluder
 from slimfuse.processors.parsing import FaceParser, ParserOptions
 
 
 class FaceMasker:
-    def __init__(self, pool: ModelPool, options: MaskOptions, oval: Sequence[int] | None, occluder_model: str,
-                 parser_model: str, regions: Sequence[str]) -> None:
+    def __init__(self, pool: ModelPool, options: MaskOptions, oval: Sequence[int] | None) -> None:
         """oval: the mesh's face-oval point indices, needed when the "mesh" type is selected."""
-        if "mesh" in options.types and oval is None:
+        if "mesh" in options.face_mask_types and oval is None:
             raise ValueError("the mesh face mask needs the mesh's face oval")
         self.pool = pool
         self.options = options
         self.oval = tuple(oval) if oval is not None else None
-        self.occluder_model = occluder_model
-        self.parser_model = parser_model
-        self.parser_options = ParserOptions(regions=tuple(regions))
+        self.occluder_model = options.face_occluder_model
+        self.parser_model = options.face_parser_model
+        self.parser_options = ParserOptions(regions=options.face_mask_regions)
 
     @staticmethod
-    def models_for(types: Sequence[str], occluder_model: str, parser_model: str) -> tuple[str, ...]:
+    def models_for(options: MaskOptions) -> tuple[str, ...]:
         """The catalog models the selected mask types run."""
-        return ((occluder_model,) if "occlusion" in types else ()) + ((parser_model,) if "region" in types else ())
+        types = options.face_mask_types
+        return (((options.face_occluder_model,) if "occlusion" in types else ())
+                + ((options.face_parser_model,) if "region" in types else ()))
 
     def load(self) -> None:
         """Load (and check) the occluder and parser the selected types need, before any work for them."""
-        if "occlusion" in self.options.types:
+        if "occlusion" in self.options.face_mask_types:
             self.pool.session(self.occluder_model)
-        if "region" in self.options.types:
+        if "region" in self.options.face_mask_types:
             self.pool.session(self.parser_model)
 
     def masks(self, crops: Sequence[FaceCrop]) -> list[np.ndarray]:
         """One float32 mask in [0, 1] per crop, of the crop's size: the minimum of the selected types."""
-        types = self.options.types
+        types = self.options.face_mask_types
         images = [crop.image for crop in crops]
         occluder = Occluder(self.pool.session(self.occluder_model)) if "occlusion" in types else None
         parser = FaceParser(self.pool.session(self.parser_model), self.parser_options) if "region" in types else None
@@ -58,7 +60,6 @@ class FaceMasker:
     def for_enhancer(self) -> FaceMasker:
         """The face enhancer's masker, as FaceFusion has it: the box with the blur but no padding, and the
         occlusion and region masks when selected; not the mesh oval, so hair and the face's edge are enhanced too."""
-        kept = tuple(name for name in self.options.types if name in ("occlusion", "region"))
-        options = replace(self.options, types=("box", *kept), padding=(0, 0, 0, 0))
-        return FaceMasker(self.pool, options, self.oval, self.occluder_model, self.parser_model,
-                          self.parser_options.regions)
+        kept = tuple(name for name in self.options.face_mask_types if name in ("occlusion", "region"))
+        return FaceMasker(self.pool, replace(self.options, face_mask_types=("box", *kept),
+                                             face_mask_padding=(0, 0, 0, 0)), self.oval)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-PIXEL_BOOSTS: tuple[int, ...] = (128, 256, 384, 512, 768, 1024)
+from slimfuse.models.neural.swappers import PIXEL_BOOSTS
+
 
 
 def valid_boosts(model_size: int) -> list[int]:

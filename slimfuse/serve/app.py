@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from slimfuse.errors import SlimfuseError
+from slimfuse.serve.errors import STATUS_BY_EXIT, ApiError, error_body
 from slimfuse.serve.live_socket import router as live_router
 from slimfuse.serve.routes import router
 from slimfuse.serve.settings import ServeSettings
@@ -23,23 +24,6 @@ from slimfuse.serve.store import JobStore
 from slimfuse.serve.tokens import connection_user
 
 STATIC = Path(__file__).parent / "static"
-# HTTP status of slimfuse's errors, by exit code (the rest are 500).
-STATUS_BY_EXIT = {2: 422, 3: 404, 4: 422, 5: 422, 6: 422, 7: 415, 8: 422, 9: 422, 14: 503, 15: 503, 16: 413,
-                  18: 503, 30: 422, 31: 422, 32: 415, 33: 422, 41: 422}
-
-
-class ApiError(Exception):
-    """An error of the server itself (not of a swap)."""
-
-    def __init__(self, status: int, error: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.error, self.message = status, error, message
-
-
-def error_body(error: str, exit_code: int | None, message: str) -> dict[str, object]:
-    return {"error": error, "exit_code": exit_code, "message": message}
-
-
 def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambda: 0) -> FastAPI:
     app = FastAPI(title="slimfuse", description="Swap faces in images and videos within a memory budget.",
                   version="1")

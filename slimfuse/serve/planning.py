@@ -1,25 +1,20 @@
-"""A job's options as a client may give them, and its memory plan at submission: refused at once when it can never
-fit the server's --memory-budget (MemoryBudgetError, exit 41, with the smallest budget that works)."""
+"""A job's options as a client may give them (the option table's `client` audience: never the server's files, its
+hardware or the synthetic label), and its plan at submission: refused at once when it can never fit the server's
+--memory-budget (MemoryBudgetError, exit 41, with the smallest budget that works) or when it needs model variants
+that are not made yet (the server makes none itself: VariantsNotReadyError, exit 24, naming the commands)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from slimfuse.config import OPTION_SECTIONS, RunConfig
-from slimfuse.errors import UsageError
+from slimfuse.config import OPTIONS, RunConfig
+from slimfuse.errors import UsageError, VariantsNotReadyError
 from slimfuse.models.store import Store, default_home
+from slimfuse.options import for_audience
 from slimfuse.pipeline.run import plan_for
 
-# Options that name files or folders of the server, choose its hardware, or drop the synthetic label: the server
-# sets these, clients never do.
-SERVER_OPTIONS = frozenset({
-    "reference_face_image", "models_dir", "temp_path", "keep_temp", "temp_frame_format", "c2pa_key",
-    "c2pa_certificates", "provenance", "system_memory_limit", "model_variants", "execution_providers",
-    "execution_device_id", "execution_thread_count", "strict_provider", "execution_gpu_memory_limit",
-    "execution_arena_extend_strategy", "execution_cudnn_conv_algo_search", "execution_tensorrt_fp16",
-    "execution_tensorrt_cache_dir",
-})
-CLIENT_OPTIONS = frozenset(OPTION_SECTIONS) - SERVER_OPTIONS | {"video_memory_strategy"}
+CLIENT_OPTIONS = frozenset(entry.name for entry in for_audience(OPTIONS, "client"))
+"""What a client may set: the allowlist, from the option table."""
 
 
 def client_options(options: Mapping[str, object]) -> dict[str, object]:
@@ -36,15 +31,21 @@ def job_options(options: Mapping[str, object], budget_mb: float | None) -> dict[
     chosen = client_options(options)
     own = chosen.get("memory_budget")
     if budget_mb is not None:
-        if not isinstance(own, int | float) or own > budget_mb:
+        if not isinstance(own, int | float) or isinstance(own, bool) or own > budget_mb:
             chosen["memory_budget"] = budget_mb
     return chosen
 
 
 def plan_job(sources: Sequence[Path], target: Path, options: Mapping[str, object],
              models_dir: Path | None = None) -> tuple[RunConfig, int]:
-    """The job's config and planned peak (bytes); raises UsageError for bad options and MemoryBudgetError when
-    the job cannot fit its budget. Reads model files' sizes only: no model is loaded."""
+    """The job's config and planned peak (bytes); raises UsageError for bad options, MemoryBudgetError when the job
+    cannot fit its budget and VariantsNotReadyError when its variants are not made. Reads model files' sizes and
+    variants' records only: nothing is loaded or made."""
     config = RunConfig.from_options(sources, **options, models_dir=models_dir)
     store = Store(home=default_home(), models_dir=models_dir, notify=lambda message: None)
-    return config, plan_for(config, target, store).memory.estimated_peak_bytes
+    plan = plan_for(config, target, store)
+    work = plan.variant_work
+    if work.pending:
+        raise VariantsNotReadyError(detail=f"this job's options need model variants that are not made yet; the "
+                                           f"server's operator makes them with: {'; '.join(work.commands())}")
+    return config, plan.memory.estimated_peak_bytes

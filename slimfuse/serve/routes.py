@@ -13,8 +13,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
-from slimfuse.model_choices import MESH_SWAPPER
+from slimfuse.config import OPTIONS, SECTIONS
+from slimfuse.models.choices import MESH_SWAPPER
 from slimfuse.models.store import Store, default_home
+from slimfuse.options import for_audience
+from slimfuse.serve.errors import STATUS_BY_EXIT, ApiError, error_body
 from slimfuse.serve.planning import client_options, job_options, plan_job
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import FACES, FINAL_STATES, PREVIEW, SUCCEEDED, SWAP, Job, JobStore
@@ -61,8 +64,6 @@ def _user(request: Request) -> str:
 
 
 def _api_error(status: int, error: str, message: str) -> Exception:
-    from slimfuse.serve.app import ApiError
-
     return ApiError(status, error, message)
 
 
@@ -236,8 +237,6 @@ async def _wait(request: Request, kind: str, stored: dict[str, Any]) -> Job:
         assert current is not None
         if current.state in FINAL_STATES:
             if current.state != SUCCEEDED:
-                from slimfuse.serve.app import error_body
-
                 raise _RequestFailed(error_body(current.row["error"], current.row["exit_code"], current.row["message"]))
             return current
         await asyncio.sleep(POLL_S)
@@ -252,8 +251,6 @@ class _RequestFailed(Exception):
 
 
 def _failed(exc: _RequestFailed) -> JSONResponse:
-    from slimfuse.serve.app import STATUS_BY_EXIT
-
     return JSONResponse(exc.body, status_code=STATUS_BY_EXIT.get(exc.body["exit_code"] or 1, 500))
 
 
@@ -283,6 +280,12 @@ async def faces(request: Request, body: FacesRequest) -> Any:
 
 
 # The server ------------------------------------------------------------------------------------------------
+
+
+@router.get("/options", summary="The options a job may set, as the page's form shows them")
+def options() -> dict[str, Any]:
+    return {"sections": {name: kind.title for name, kind in SECTIONS.items()},
+            "options": [entry.describe() for entry in for_audience(OPTIONS, "client")]}
 
 
 @router.get("/models", summary="The models a job can use, and whether each is in the store")

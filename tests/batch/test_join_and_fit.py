@@ -9,7 +9,7 @@ from batch_media import CLIP_FRAMES, audio_packets, segment_clip, video_frames
 from slimfuse.batch.runner import fit_workers
 from slimfuse.batch.segments import join_segments, plan_segments, scan_keyframes
 from slimfuse.config import RunConfig
-from slimfuse.media.video_encoding import EncodeSettings
+from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_probe import probe
 from slimfuse.media.video_reader import VideoReader
 from slimfuse.media.video_writer import VideoWriter

@@ -17,7 +17,7 @@ import neural_models as nm
 from slimfuse.bench import memory, standins
 from slimfuse.cli.main import main
 from slimfuse.models.initializers import last_initializer
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.runtime import SessionSettings, create_session
 from slimfuse.models.store import RECORD_FILE, Store
 from slimfuse.models.validate import check_file
 
@@ -39,7 +39,7 @@ def test_standin_has_the_catalog_tensors_and_a_bounded_output(name: str, tmp_pat
     onnx.checker.check_model(str(path), full_check=True)
     spec = nm.spec_of(name)
     assert check_file(spec, path) is None
-    session = create_session(path, RuntimeOptions())
+    session = create_session(path, SessionSettings())
     assert [o.name for o in session.get_outputs()] == [t.name for t in spec.io.outputs]
     rng = np.random.default_rng(0)
     feeds = {}

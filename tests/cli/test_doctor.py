@@ -10,7 +10,8 @@ from memory.test_probe import FakeNvml
 from slimfuse.cli.doctor import diagnose, render
 from slimfuse.cli.main import main
 from slimfuse.errors import ProviderUnavailableError
-from slimfuse.models.runtime import PROVIDERS, available_providers
+from slimfuse.models.providers import PROVIDERS
+from slimfuse.models.runtime import available_providers
 
 
 def test_doctor_reports_hardware_providers_and_profile(capsys: pytest.CaptureFixture[str]) -> None:

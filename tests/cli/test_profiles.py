@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from slimfuse.cli.main import build_parser
-from slimfuse.cli.swap import config_from_args
+from slimfuse.cli.options import config_from_args
 from slimfuse.config import RunConfig
 from slimfuse.profiles import GIB, PROFILE_OPTIONS, PROFILES, recommend
 

@@ -21,7 +21,7 @@ from slimfuse.faces.align import (
     warp_to_crop,
 )
 from slimfuse.faces.analyse import FaceAnalyser
-from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 
 # The table of ../shared/facts/models.md (normalised to the crop), typed in again on purpose.

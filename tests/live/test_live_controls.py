@@ -20,7 +20,7 @@ from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import FaceAnalyser
 from people import who
 from slimfuse.faces.identity import IdentityModel
-from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.live.controls import Controls, LiveLoop
 from slimfuse.live.keys import HELP, KEYS, apply_key
 from slimfuse.models.pool import ModelPool

@@ -14,10 +14,11 @@ from PIL import Image
 from provenance_readers import CREATOR, IPTC, RDF_DESCRIPTION, c2pa_report, created_source_type, tags_of, xmp_of
 from slimfuse.bench.clips import make_clip, still
 from slimfuse.errors import C2paSigningError
-from slimfuse.media.c2pa_sign import C2paSigner, check_signer, make_test_credentials
+from slimfuse.media.provenance import C2paSigner
+from slimfuse.media.c2pa_sign import check_signer, make_test_credentials
 from slimfuse.media.image_io import write_image_atomic
 from slimfuse.media.provenance import MESH_SWAP, NEURAL_SWAP, ProvenanceLabel, tool_version
-from slimfuse.media.video_encoding import EncodeSettings
+from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_probe import probe
 from slimfuse.media.video_reader import VideoReader
 from slimfuse.media.video_writer import VideoWriter

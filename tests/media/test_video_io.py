@@ -43,7 +43,7 @@ from slimfuse.errors import (
 )
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_encoding import check_encoder, crf_for
-from slimfuse.media.video_encoding import EncodeSettings
+from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_probe import probe
 from slimfuse.media.video_reader import VideoReader
 from slimfuse.media.video_writer import VideoWriter
@@ -475,7 +475,7 @@ CHILD = textwrap.dedent("""
     import sys
     from pathlib import Path
     from slimfuse.memory.probe import peak_rss_mb
-    from slimfuse.media.video_encoding import EncodeSettings
+    from slimfuse.media.formats import EncodeSettings
     from slimfuse.media.video_probe import probe
     from slimfuse.media.video_reader import VideoReader
     from slimfuse.media.video_writer import VideoWriter

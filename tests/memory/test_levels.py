@@ -13,13 +13,14 @@ import pytest
 import neural_models as nm
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import build_parser, main
-from slimfuse.cli.swap import config_from_args
+from slimfuse.cli.options import config_from_args
 from slimfuse.config import RunConfig
 from slimfuse.errors import UsageError
 from slimfuse.memory.levels import LEVELS
 from slimfuse.memory.plan import CONSTANTS_SLACK, MB, ModelNeed, plan_memory
 from slimfuse.models.store import Store, sha256_file
 from slimfuse.models.variants import PASS, VariantRecord, now
+from slimfuse.pipeline.chain import ChainSpec
 from slimfuse.pipeline.plan import RunPlan, plan_run
 from slimfuse.pipeline.run import run_models
 
@@ -34,7 +35,7 @@ def _config(*options: str) -> tuple[RunConfig, argparse.Namespace]:
 
 def _plan(store: Store, *options: str, target: Path | None = None) -> RunPlan:
     config = _config(*options)[0]
-    return plan_run(config, run_models(config, store.catalog), store, target)
+    return plan_run(config, run_models(config, ChainSpec.of(config), store.catalog), store, target)
 
 
 def test_strategies_name_levels_and_profiles_set_them_under_explicit_options() -> None:
@@ -173,11 +174,6 @@ class _Releases:
         return True
 
 
-class _Generator:
-    def __init__(self, model: str) -> None:
-        self.generator_models = (model,)
-
-
 def test_a_lone_generator_stays_loaded_between_chunks() -> None:
     """Level 2 releases each generator after its stage so the next can load; a generator alone is kept (its
     reload every chunk bought nothing and cost a load and its peak)."""
@@ -185,8 +181,8 @@ def test_a_lone_generator_stays_loaded_between_chunks() -> None:
     from slimfuse.pipeline.residency import Residency
 
     pool = _Releases()
-    Residency(pool, LEVELS[2], [SWAPPER]).after_stage(_Generator(SWAPPER))  # type: ignore[arg-type]
+    Residency(pool, LEVELS[2], [SWAPPER]).after_stage([SWAPPER])
     assert pool.released == []
-    Residency(pool, LEVELS[2], [SWAPPER, ENHANCER]).after_stage(_Generator(SWAPPER))  # type: ignore[arg-type]
-    Residency(pool, LEVELS[1], [SWAPPER, ENHANCER]).after_stage(_Generator(SWAPPER))  # type: ignore[arg-type]
+    Residency(pool, LEVELS[2], [SWAPPER, ENHANCER]).after_stage([SWAPPER])
+    Residency(pool, LEVELS[1], [SWAPPER, ENHANCER]).after_stage([SWAPPER])
     assert pool.released == [SWAPPER]

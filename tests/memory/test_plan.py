@@ -13,6 +13,7 @@ from slimfuse.errors import MemoryBudgetError
 from slimfuse.memory.plan import MB, PLANNED_SHARE, MemoryPlan, ModelNeed, model_need, plan_memory
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.store import Store
+from slimfuse.pipeline.chain import ChainSpec
 from slimfuse.pipeline.run import run_models
 
 MODELS = (ModelNeed("detector", "detector", 2 * MB, 2 * MB), ModelNeed("swapper", "swapper", 100 * MB, 10 * MB),
@@ -96,7 +97,7 @@ def test_the_run_models_follow_the_options(store: Store) -> None:
     config = RunConfig.from_options(face_detector_model="short", face_swapper_model="simswap_256",
                                     face_enhancer_model="gfpgan_1.4", face_mask_types=("box", "occlusion"),
                                     frame_enhancer_model="real_esrgan_x2")
-    assert run_models(config, store.catalog) == (
+    assert run_models(config, ChainSpec.of(config), store.catalog) == (
         "face_detection_short_range", "face_landmark", "dlib_shape_predictor_5", "dlib_face_recognition_resnet",
         "simswap_256", "arcface_w600k_r50", "crossface_simswap", "gfpgan_1.4", "xseg_1", "real_esrgan_x2")
 

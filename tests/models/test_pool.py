@@ -9,7 +9,7 @@ import pytest
 
 import neural_models as nm
 from slimfuse.models.pool import ModelPool
-from slimfuse.models.runtime import RuntimeOptions
+from slimfuse.models.runtime import SessionSettings
 from slimfuse.models.store import Store
 
 ENHANCERS = ["gfpgan_1.2", "gfpgan_1.3", "gfpgan_1.4", "restoreformer_plus_plus", "gpen_bfr_512"]
@@ -126,6 +126,6 @@ def test_a_model_given_its_own_threads_gets_them_and_the_others_keep_the_runtime
         tmp_path: Path, placed: tuple[Path, dict[str, int]]) -> None:
     folder, _ = placed
     store = Store(home=tmp_path / "home", models_dir=folder, notify=lambda message: None)
-    pool = ModelPool(store, RuntimeOptions(intra_op_threads=1), threads={"gfpgan_1.4": 2})
+    pool = ModelPool(store, SessionSettings(intra_op_threads=1), threads={"gfpgan_1.4": 2})
     assert pool.session("gfpgan_1.4").get_session_options().intra_op_num_threads == 2
     assert pool.session("gfpgan_1.3").get_session_options().intra_op_num_threads == 1

@@ -9,10 +9,10 @@ import onnxruntime as ort
 
 from slimfuse.bench import standins
 from slimfuse.models.prepared import PreparedModels
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.runtime import SessionSettings, create_session
 
 
-def _outputs(path: Path, options: RuntimeOptions, image: np.ndarray) -> np.ndarray:
+def _outputs(path: Path, options: SessionSettings, image: np.ndarray) -> np.ndarray:
     session = create_session(path, options)
     return session.run(None, {"input": image})[0]
 
@@ -21,7 +21,7 @@ def test_prepared_once_same_outputs_and_remade_when_changed(tmp_path: Path) -> N
     model = standins.build("gfpgan_1.4", tmp_path / "gfpgan_1.4.onnx", width=0.125)
     notes: list[str] = []
     prepared = PreparedModels(tmp_path / "prepared", notes.append, min_bytes=0)
-    options = RuntimeOptions(intra_op_threads=1)
+    options = SessionSettings(intra_op_threads=1)
     path, used = prepared.session_input("gfpgan_1.4", model, options)
     assert path != model and path.is_file() and used.graph_optimization == "disable" and used.disable_prepacking
     assert len(notes) == 1 and "once" in notes[0]
@@ -39,9 +39,9 @@ def test_prepared_once_same_outputs_and_remade_when_changed(tmp_path: Path) -> N
 def test_small_models_and_other_providers_load_as_they_are(tmp_path: Path) -> None:
     model = standins.build("gfpgan_1.4", tmp_path / "gfpgan_1.4.onnx", width=0.125)
     prepared = PreparedModels(tmp_path / "prepared")  # the default threshold: this small file is not prepared
-    options = RuntimeOptions()
+    options = SessionSettings()
     assert prepared.session_input("gfpgan_1.4", model, options) == (model, options)
-    cuda = RuntimeOptions(providers=("cuda",))
+    cuda = SessionSettings(providers=("cuda",))
     assert PreparedModels(tmp_path / "p", min_bytes=0).session_input("gfpgan_1.4", model, cuda) == (model, cuda)
     assert not (tmp_path / "prepared").exists()
 
@@ -50,6 +50,6 @@ def test_an_int8_variant_keeps_its_prepacked_weights(tmp_path: Path) -> None:
     # Its integer kernels would pack the weights again at every run: slower, and a higher peak.
     model = standins.build("gfpgan_1.4", tmp_path / "gfpgan_1.4.int8.onnx", width=0.125)
     prepared = PreparedModels(tmp_path / "prepared", min_bytes=0)
-    path, used = prepared.session_input("gfpgan_1.4.int8", model, RuntimeOptions(intra_op_threads=1))
+    path, used = prepared.session_input("gfpgan_1.4.int8", model, SessionSettings(intra_op_threads=1))
     assert path != model and used.graph_optimization == "disable" and not used.disable_prepacking
-    assert prepared.session_input("gfpgan_1.4.int8-dynamic", model, RuntimeOptions())[1].disable_prepacking is False
+    assert prepared.session_input("gfpgan_1.4.int8-dynamic", model, SessionSettings())[1].disable_prepacking is False

@@ -14,7 +14,8 @@ from slimfuse import Swapper
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import main
 from slimfuse.errors import C2paSigningError
-from slimfuse.media.c2pa_sign import C2paSigner, make_test_credentials
+from slimfuse.media.provenance import C2paSigner
+from slimfuse.media.c2pa_sign import make_test_credentials
 from slimfuse.media.provenance import MESH_SWAP, NEURAL_SWAP, SOURCE_TYPE_TAG
 
 

@@ -48,7 +48,7 @@ def _options(**changes: object) -> FrameEnhanceOptions:
 def test_tiled_resize_equals_the_untiled_model_exactly(tmp_path: Path, grace_hopper: np.ndarray, name: str) -> None:
     session = _model(tmp_path, name)
     expected = np.rint(_untiled(session, grace_hopper)).astype(np.uint8)
-    tiled = FrameEnhancer(session, SCALES[name], _options()).enhance(grace_hopper)
+    tiled = FrameEnhancer(lambda: session, SCALES[name], _options()).enhance(grace_hopper)
     assert tiled.shape == expected.shape == (600 * SCALES[name], 512 * SCALES[name], 3)
     np.testing.assert_array_equal(tiled, expected)
 
@@ -57,7 +57,7 @@ def test_a_frame_smaller_than_a_tile_is_padded_like_the_resize(tmp_path: Path, a
     session = _model(tmp_path, "real_esrgan_x2", batch=1)
     small = np.ascontiguousarray(astronaut[60:160, 170:250])
     expected = np.rint(_untiled(session, small)).astype(np.uint8)
-    result = FrameEnhancer(session, 2, _options(tile_size=128)).enhance(small)
+    result = FrameEnhancer(lambda: session, 2, _options(tile_size=128)).enhance(small)
     # The padded side's last pixel: repeating the edge equals the resize's clamp in value, not in float rounding
     # (ties such as 0.75 a + 0.25 b = x.5 are common), so one grey level there; exact everywhere else.
     np.testing.assert_array_equal(result[:-1, :-1], expected[:-1, :-1])
@@ -67,7 +67,7 @@ def test_a_frame_smaller_than_a_tile_is_padded_like_the_resize(tmp_path: Path, a
 def test_a_convolution_stays_within_one_grey_level(tmp_path: Path, astronaut: np.ndarray) -> None:
     session = _model(tmp_path, "real_esrgan_x2", blur=True)
     expected = _untiled(session, astronaut)
-    tiled = FrameEnhancer(session, 2, _options(tile_size=80, overlap=20)).enhance(astronaut)
+    tiled = FrameEnhancer(lambda: session, 2, _options(tile_size=80, overlap=20)).enhance(astronaut)
     difference = np.abs(tiled.astype(np.float32) - expected)
     assert difference.max() <= 1.0 and (difference <= 0.5 + 1e-4).mean() > 0.999
 
@@ -76,21 +76,21 @@ def test_back_at_the_input_size(tmp_path: Path, grace_hopper: np.ndarray) -> Non
     session = _model(tmp_path, "real_esrgan_x4")
     full = _untiled(session, grace_hopper)
     expected = full.reshape(600, 4, 512, 4, 3).mean(axis=(1, 3))  # what INTER_AREA does at a whole factor
-    result = FrameEnhancer(session, 4, _options(keep_scale=False)).enhance(grace_hopper)
+    result = FrameEnhancer(lambda: session, 4, _options(keep_scale=False)).enhance(grace_hopper)
     difference = np.abs(result.astype(np.float32) - expected)
     assert result.shape == grace_hopper.shape and difference.max() <= 1.0 and (difference <= 0.5 + 1e-3).mean() > 0.999
-    other = FrameEnhancer(session, 4, _options(keep_scale=False, output_size=(300, 350))).enhance(grace_hopper)
+    other = FrameEnhancer(lambda: session, 4, _options(keep_scale=False, output_size=(300, 350))).enhance(grace_hopper)
     assert other.shape == (350, 300, 3)
 
 
 def test_blend_mixes_in_the_plainly_scaled_frame(tmp_path: Path, astronaut: np.ndarray) -> None:
     session = _model(tmp_path, "real_esrgan_x2", blur=True)
-    plain = FrameEnhancer(session, 2, _options(blend=0)).enhance(astronaut)
+    plain = FrameEnhancer(lambda: session, 2, _options(blend=0)).enhance(astronaut)
     np.testing.assert_array_equal(plain, cv2.resize(astronaut, (1024, 1024), interpolation=cv2.INTER_LINEAR))
-    same = FrameEnhancer(session, 2, _options(blend=0, keep_scale=False)).enhance(astronaut)
+    same = FrameEnhancer(lambda: session, 2, _options(blend=0, keep_scale=False)).enhance(astronaut)
     np.testing.assert_array_equal(same, astronaut)
-    half = FrameEnhancer(session, 2, _options(blend=50)).enhance(astronaut).astype(np.float32)
-    full = FrameEnhancer(session, 2, _options(blend=100)).enhance(astronaut).astype(np.float32)
+    half = FrameEnhancer(lambda: session, 2, _options(blend=50)).enhance(astronaut).astype(np.float32)
+    full = FrameEnhancer(lambda: session, 2, _options(blend=100)).enhance(astronaut).astype(np.float32)
     assert np.abs(half - (plain + full) / 2).max() <= 1.0
 
 
@@ -128,16 +128,16 @@ def _excess_memory(enhancer: FrameEnhancer, frame: np.ndarray) -> int:
 def test_memory_follows_the_tile_not_the_frame(tmp_path: Path, grace_hopper: np.ndarray, keep_scale: bool) -> None:
     session = _model(tmp_path, "real_esrgan_x2")
     options = _options(tile_size=128, overlap=16, batch_size=2, keep_scale=keep_scale)
-    enhancer = FrameEnhancer(session, 2, options)
+    enhancer = FrameEnhancer(lambda: session, 2, options)
     large = cv2.resize(grace_hopper, (1024, 1200), interpolation=cv2.INTER_LINEAR)
     small_excess, large_excess = _excess_memory(enhancer, grace_hopper), _excess_memory(enhancer, large)
     tile_output = options.batch_size * (128 * 2) ** 2 * 3 * 4  # one batch of float32 tiles at the model's scale
     assert large_excess <= 6 * tile_output
     assert large_excess <= small_excess + 0.05 * tile_output  # 4 times the pixels: only the weight vectors grow
-    whole = FrameEnhancer(session, 2, _options(tile_size=600, overlap=16, keep_scale=keep_scale))
+    whole = FrameEnhancer(lambda: session, 2, _options(tile_size=600, overlap=16, keep_scale=keep_scale))
     assert _excess_memory(whole, grace_hopper) > 5 * large_excess  # one tile for all: arrays of the frame's size
 
 
 def test_a_model_of_another_scale_is_refused(tmp_path: Path, astronaut: np.ndarray) -> None:
     with pytest.raises(ValueError, match="not a x4 model"):
-        FrameEnhancer(_model(tmp_path, "real_esrgan_x2"), 4, _options()).enhance(astronaut)
+        FrameEnhancer(lambda: _model(tmp_path, "real_esrgan_x2"), 4, _options()).enhance(astronaut)

@@ -16,14 +16,15 @@ import pytest
 import neural_models as nm
 from processor_parts import make_swapper
 from slimfuse.faces.analyse import FaceAnalyser
-from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.paste_masks import FaceMasker
-from slimfuse.processors.mask_types import MaskOptions, box_mask, crop_masks, mesh_mask, padding_from
+from slimfuse.processors.mask_types import box_mask, crop_masks, mesh_mask
 from slimfuse.processors.occlusion import Occluder, OccluderOptions
-from slimfuse.config import DEFAULT_REGIONS
-from slimfuse.processors.parsing import REGIONS, FaceParser, ParserOptions
+from slimfuse.config import DEFAULT_REGIONS, MaskOptions, padding_from
+from slimfuse.models.neural.masks import REGIONS
+from slimfuse.processors.parsing import FaceParser, ParserOptions
 
 class Counting:
     """A session that records the batch size of every run."""
@@ -145,17 +146,19 @@ def test_selected_masks_combine_as_their_minimum(tmp_path: Path, astronaut: np.n
     parser = FaceParser(_parser(tmp_path), ParserOptions(regions=DEFAULT_REGIONS))
     meshes = [np.linspace(0, 1, 512 * 512, dtype=np.float32).reshape(512, 512) ** (index + 1)
               for index in range(len(crops))]
-    options = MaskOptions(types=("box", "mesh", "occlusion", "region"), blur=0.2, padding=(5, 0, 0, 10))
+    options = MaskOptions(face_mask_types=("box", "mesh", "occlusion", "region"), face_mask_blur=0.2,
+                          face_mask_padding=(5, 0, 0, 10))
     combined = crop_masks(crops, options, occluder=occluder, parser=parser, mesh=meshes)
     boxes = [box_mask(512, 512, 0.2, (5, 0, 0, 10))] * 2
     expected = np.minimum.reduce([np.array(boxes), np.array(meshes), np.array(occluder.masks(crops)),
                                   np.array(parser.masks(crops))])
     np.testing.assert_array_equal(np.array(combined), expected)
-    only_box = crop_masks(crops, MaskOptions(types=("box",), blur=0.2, padding=(5, 0, 0, 10)))
+    only_box = crop_masks(crops, MaskOptions(face_mask_types=("box",), face_mask_blur=0.2,
+                                             face_mask_padding=(5, 0, 0, 10)))
     np.testing.assert_array_equal(only_box[0], boxes[0])
-    assert all(m.min() == 1.0 for m in crop_masks(crops, MaskOptions(types=(), blur=0.3)))
+    assert all(m.min() == 1.0 for m in crop_masks(crops, MaskOptions(face_mask_types=(), face_mask_blur=0.3)))
     with pytest.raises(ValueError, match="occlusion"):
-        crop_masks(crops, MaskOptions(types=("occlusion",), blur=0.3))
+        crop_masks(crops, MaskOptions(face_mask_types=("occlusion",), face_mask_blur=0.3))
 
 
 def test_mesh_mask_covers_the_face_oval(pool: ModelPool, astronaut: np.ndarray) -> None:
@@ -182,8 +185,10 @@ def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: S
     crops = [processor.crop(astronaut, face)]
     crops[0].image[..., 0] = _class_map(128, 1) * 10  # the parser's classes
     regions = ("skin", "nose", "hair", "neck", "cloth", "hat", "mouth", "left-eye")
-    options = MaskOptions(types=("box", "mesh", "occlusion", "region"), blur=0.2, padding=(0, 10, 0, 0))
-    masker = FaceMasker(neural_pool, options, topology.face_oval, "xseg_2", "bisenet_resnet_18", regions)
+    options = MaskOptions(face_mask_types=("box", "mesh", "occlusion", "region"), face_mask_blur=0.2,
+                          face_mask_padding=(0, 10, 0, 0), face_occluder_model="xseg_2",
+                          face_parser_model="bisenet_resnet_18", face_mask_regions=regions)
+    masker = FaceMasker(neural_pool, options, topology.face_oval)
     parts = [box_mask(128, 128, 0.2, (0, 10, 0, 0)), mesh_mask(crops[0].landmarks, topology.face_oval, 128, 128),
              Occluder(neural_pool.session("xseg_2")).masks([crops[0].image])[0],
              FaceParser(neural_pool.session("bisenet_resnet_18"),
@@ -192,6 +197,7 @@ def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: S
     np.testing.assert_array_equal(combined, np.minimum.reduce(parts))
     assert combined.max() > 0.9 and all((combined < part).any() for part in parts)  # each part takes some away
     enhancer = masker.for_enhancer()  # FaceFusion's enhancer mask: box (no padding), occlusion and region
-    assert enhancer.options.types == ("box", "occlusion", "region") and enhancer.options.padding == (0, 0, 0, 0)
+    assert enhancer.options.face_mask_types == ("box", "occlusion", "region")
+    assert enhancer.options.face_mask_padding == (0, 0, 0, 0)
     with pytest.raises(ValueError, match="oval"):
-        FaceMasker(neural_pool, options, None, "xseg_2", "bisenet_resnet_18", regions)
+        FaceMasker(neural_pool, options, None)

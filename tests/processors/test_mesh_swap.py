@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 
 from slimfuse.faces.analyse import FaceAnalyser
-from slimfuse.faces.mesh_topology import MeshTopology
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors import color as color_ops
 from slimfuse.processors.blend import paste_back
 from slimfuse.processors.mesh_masks import polygons_signed_distance
-from slimfuse.processors.mesh_swap import MeshSwapOptions, MeshSwapper, SourceFace
+from slimfuse.config import SwapOptions
+from slimfuse.errors import UsageError
+from slimfuse.processors.mesh_swap import MeshSwapper, MeshTuning, SourceFace
 
 # ------------------------------------------------------------------------------------------------ fixtures
 
@@ -71,7 +73,7 @@ def face_crop(image: np.ndarray, landmarks: np.ndarray, max_face: int = 512, fac
 
 
 def swap_photo(topology: MeshTopology, faces: dict, source: str, target: str,
-               options: MeshSwapOptions = MeshSwapOptions()) -> tuple[np.ndarray, dict]:
+               options: SwapOptions = SwapOptions()) -> tuple[np.ndarray, dict]:
     swapper = MeshSwapper(topology, options)
     src = swapper.prepare_source(*faces[source])
     frame, lm = faces[target]
@@ -110,7 +112,7 @@ def test_identity_regression_guard(topology, faces, descriptor, source: str, tar
 @pytest.mark.parametrize("blend", ["feather", "poisson"])
 def test_alpha_zero_far_outside_and_untouched_there(topology, faces, blend: Literal["feather", "poisson"]) -> None:
     for source, target in PAIRS:
-        _, r = swap_photo(topology, faces, source, target, MeshSwapOptions(blend=blend))
+        _, r = swap_photo(topology, faces, source, target, SwapOptions(blend=blend))
         crop, out, alpha = r["crop"], r["out"], r["alpha"]
         assert out.shape == crop.shape and out.dtype == np.uint8
         assert alpha.shape == crop.shape[:2] and alpha.dtype == np.float32
@@ -183,7 +185,7 @@ def test_paste_back_on_a_large_frame_is_local_and_exact() -> None:
 
 def test_color_step_moves_low_frequencies_toward_target(topology, faces) -> None:
     # the colour step alone: no fine detail damped or carried in
-    swapper = MeshSwapper(topology, MeshSwapOptions(detail_floor=1.0, detail_transfer=0.0, detail_border=0.0))
+    swapper = MeshSwapper(topology, tuning=MeshTuning(detail_floor=1.0, detail_transfer=0.0, detail_border=0.0))
     for source, target in PAIRS:
         src = swapper.prepare_source(*faces[source])
         crop, lm, _ = face_crop(*faces[target])
@@ -224,7 +226,7 @@ def test_color_gain_is_damped_where_asked() -> None:
 def test_keep_mouth_leaves_the_target_mouth_interior_untouched(topology, faces) -> None:
     frame, lm = faces["astronaut"]  # smiling, teeth showing
     crop, crop_lm, _ = face_crop(frame, lm)
-    opts = MeshSwapOptions()
+    opts = SwapOptions()
     swapper = MeshSwapper(topology, opts)
     src = swapper.prepare_source(*faces["grace_hopper"])
     out, alpha = swapper.swap_crop(crop, crop_lm, src)
@@ -236,19 +238,19 @@ def test_keep_mouth_leaves_the_target_mouth_interior_untouched(topology, faces) 
     signed, (x0, y0) = sd
     # the kept region's soft edge reaches at most 0.75 * hole_feather * face size into the mouth
     deep = np.zeros(alpha.shape, dtype=bool)
-    deep[y0:y0 + signed.shape[0], x0:x0 + signed.shape[1]] = signed > 0.75 * opts.hole_feather * size * 1.3 + 1
+    deep[y0:y0 + signed.shape[0], x0:x0 + signed.shape[1]] = signed > 0.75 * MeshTuning().hole_feather * size * 1.3 + 1
     assert deep.sum() > 30  # the mouth is open
     assert np.array_equal(out[deep], crop[deep])
     assert not alpha[deep].any()
     # without keep_mouth the source's mouth is rendered there
-    out2, alpha2 = MeshSwapper(topology, MeshSwapOptions(keep_mouth=False)).swap_crop(crop, crop_lm, src)
+    out2, alpha2 = MeshSwapper(topology, SwapOptions(keep_mouth=False)).swap_crop(crop, crop_lm, src)
     assert alpha2[deep].mean() > 0.5 and (out2[deep] != crop[deep]).any()
 
 
 def test_keep_eyes_leaves_the_target_eyes_untouched(topology, faces) -> None:
     frame, lm = faces["grace_hopper"]
     crop, crop_lm, _ = face_crop(frame, lm)
-    opts = MeshSwapOptions(keep_eyes=True)
+    opts = SwapOptions(keep_eyes=True)
     swapper = MeshSwapper(topology, opts)
     out, alpha = swapper.swap_crop(crop, crop_lm, swapper.prepare_source(*faces["astronaut"]))
     size = float((crop_lm[:, :2].max(0) - crop_lm[:, :2].min(0)).max())
@@ -257,7 +259,7 @@ def test_keep_eyes_leaves_the_target_eyes_untouched(topology, faces) -> None:
         assert sd is not None
         signed, (x0, y0) = sd
         deep = np.zeros(alpha.shape, dtype=bool)
-        deep[y0:y0 + signed.shape[0], x0:x0 + signed.shape[1]] = signed > 0.75 * opts.hole_feather * size * 1.3 + 1
+        deep[y0:y0 + signed.shape[0], x0:x0 + signed.shape[1]] = signed > 0.75 * MeshTuning().hole_feather * size * 1.3 + 1
         assert deep.sum() > 20
         assert np.array_equal(out[deep], crop[deep])
 
@@ -281,7 +283,7 @@ def test_a_source_shared_by_swappers_of_other_options_swaps_as_a_fresh_one(topol
     first = MeshSwapper(topology)
     shared = first.prepare_source(*faces["astronaut"])
     first.swap_crop(crop, lm, shared)
-    other = MeshSwapper(topology, MeshSwapOptions(closed_mouth=0.5))
+    other = MeshSwapper(topology, tuning=MeshTuning(closed_mouth=0.5))
     fresh = other.prepare_source(*faces["astronaut"])
     expected = other.swap_crop(crop, lm, fresh)
     assert not np.array_equal(expected[0], first.swap_crop(crop, lm, shared)[0])  # the option matters here
@@ -294,7 +296,7 @@ def test_prepare_source_limits_size_and_builds_pyramid(topology, faces) -> None:
     big = cv2.resize(img, None, fx=4, fy=4, interpolation=cv2.INTER_CUBIC)
     big_lm = lm * 4
     big_lm[:, :2] += 1.5  # pixel-centre convention of a 4x resize
-    swapper = MeshSwapper(topology, MeshSwapOptions(max_source_face=400))
+    swapper = MeshSwapper(topology, tuning=MeshTuning(max_source_face=400))
     src = swapper.prepare_source(big, big_lm)
     assert isinstance(src, SourceFace)
     assert src.face_size <= 401
@@ -317,24 +319,24 @@ def test_no_face_in_crop_returns_input(topology, faces) -> None:
 
 
 def test_options_are_validated() -> None:
+    with pytest.raises(UsageError, match="--blend: invalid choice: 'laplacian'"):
+        SwapOptions(blend="laplacian")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        MeshSwapOptions(blend="laplacian")  # type: ignore[arg-type]
+        MeshTuning(color_strength=1.5)
     with pytest.raises(ValueError):
-        MeshSwapOptions(color_strength=1.5)
+        MeshTuning(mask_feather=0)
     with pytest.raises(ValueError):
-        MeshSwapOptions(mask_feather=0)
+        MeshTuning(shape_transfer=-0.1)
     with pytest.raises(ValueError):
-        MeshSwapOptions(shape_transfer=-0.1)
+        MeshTuning(detail_floor=1.5)
     with pytest.raises(ValueError):
-        MeshSwapOptions(detail_floor=1.5)
-    with pytest.raises(ValueError):
-        MeshSwapOptions(occluder_width=0)
+        MeshTuning(occluder_width=0)
 
 
 # ------------------------------------------------------------------------------------------ photo-likeness
 
 def pipeline_swap(topology: MeshTopology, faces: dict, pool: ModelPool, source: str, target: str,
-                  options: MeshSwapOptions = MeshSwapOptions()) -> np.ndarray:
+                  options: SwapOptions = SwapOptions()) -> np.ndarray:
     """The pipeline's way: MeshSwapProcessor's prepare / crop / process, then paste_back."""
     from slimfuse.faces.analyse import FaceAnalyser
     from slimfuse.processors.base import SourcePhoto
@@ -367,7 +369,7 @@ def test_a_small_source_is_magnified_once_with_lanczos(topology, faces) -> None:
     assert big.shape[:2] == (2 * src.image.shape[0], 2 * src.image.shape[1])
     assert src.upsampled(2) is big  # made once
     # sharper than the old bilinear warp straight from the small source
-    old = MeshSwapper(topology, MeshSwapOptions(interpolation="linear", detail_transfer=0.0))
+    old = MeshSwapper(topology, tuning=MeshTuning(interpolation="linear", detail_transfer=0.0))
     plain = old.layers(crop, lm, SourceFace(image=src.image, landmarks=src.landmarks))
     assert plain is not None
     sel = layers.alpha > 0.9
@@ -426,7 +428,7 @@ def test_color_transfer_never_creates_chroma() -> None:
 def test_eye_region_target_keeps_the_target_around_the_eyes(topology, faces) -> None:
     frame, lm = faces["grace_hopper"]  # she wears glasses: they stay
     crop, crop_lm, _ = face_crop(frame, lm)
-    swapper = MeshSwapper(topology, MeshSwapOptions(eye_region="target"))
+    swapper = MeshSwapper(topology, SwapOptions(eye_region="target"))
     layers = swapper.layers(crop, crop_lm, swapper.prepare_source(*faces["astronaut"]))
     assert layers is not None
     bx, by = layers.box[:2]
@@ -435,8 +437,8 @@ def test_eye_region_target_keeps_the_target_around_the_eyes(topology, faces) -> 
         assert layers.alpha[centre[1] - by, centre[0] - bx] == 0
     nose = np.rint(crop_lm[1, :2]).astype(int)
     assert layers.alpha[nose[1] - by, nose[0] - bx] > 0.99
-    with pytest.raises(ValueError):
-        MeshSwapOptions(eye_region="none")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="--eye-region: invalid choice: 'none'"):
+        SwapOptions(eye_region="none")  # type: ignore[arg-type]
 
 
 def _skin_band_energy(layers, image: np.ndarray) -> float:
@@ -451,7 +453,7 @@ def test_a_wrinkled_source_keeps_only_about_twice_the_smooth_target_detail(topol
     energy, or down to the floor: a gain of 0.5 by default), not carried 6-7 times over as before."""
     crop, lm, _ = face_crop(*faces["astronaut"])
     damped = MeshSwapper(topology)
-    full = MeshSwapper(topology, MeshSwapOptions(detail_floor=1.0))
+    full = MeshSwapper(topology, tuning=MeshTuning(detail_floor=1.0))
     a = damped.layers(crop, lm, damped.prepare_source(*faces["grace_hopper"]))
     b = full.layers(crop, lm, full.prepare_source(*faces["grace_hopper"]))
     assert a is not None and b is not None
@@ -475,13 +477,13 @@ def test_keep_occluders_keeps_the_target_glasses_in_front(topology, faces) -> No
     crop, crop_lm, m = face_crop(with_glasses, lm)
     rims_crop = cv2.warpAffine(rims.astype(np.uint8), m, crop.shape[1::-1], flags=cv2.INTER_NEAREST) > 0
 
-    def kept(options: MeshSwapOptions) -> float:
+    def kept(options: SwapOptions) -> float:
         swapper = MeshSwapper(topology, options)
         out, _ = swapper.swap_crop(crop, crop_lm, swapper.prepare_source(*faces["astronaut"]))
         return float((np.abs(out.astype(int) - crop.astype(int)).max(axis=2)[rims_crop] <= 24).mean())
 
-    assert kept(MeshSwapOptions()) < 0.6  # swapped over by default
-    assert kept(MeshSwapOptions(keep_occluders=True)) >= 0.95
+    assert kept(SwapOptions()) < 0.6  # swapped over by default
+    assert kept(SwapOptions(keep_occluders=True)) >= 0.95
 
 
 def test_remove_source_glasses_inpaints_the_rims_from_the_skin(topology, faces) -> None:
@@ -489,7 +491,7 @@ def test_remove_source_glasses_inpaints_the_rims_from_the_skin(topology, faces) 
     with_glasses, rims = _drawn_glasses(frame, lm, topology)
     plain = MeshSwapper(topology).prepare_source(frame, lm)
     kept = MeshSwapper(topology).prepare_source(with_glasses, lm)
-    removed = MeshSwapper(topology, MeshSwapOptions(remove_source_glasses=True)).prepare_source(with_glasses, lm)
+    removed = MeshSwapper(topology, SwapOptions(remove_source_glasses=True)).prepare_source(with_glasses, lm)
     # the rims inside the face (the temple arms beyond it may stay): compared with the photo without glasses
     lo = np.floor(lm[:, :2].min(0) - (0.25 * (lm[:, :2].max(0) - lm[:, :2].min(0)).max() + 4)).astype(int)
     lo = np.maximum(lo, 0)

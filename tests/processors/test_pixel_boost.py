@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from slimfuse.processors.pixel_boost import PIXEL_BOOSTS, boost_factor, explode, implode, valid_boosts
+from slimfuse.models.neural.swappers import PIXEL_BOOSTS
+from slimfuse.processors.pixel_boost import boost_factor, explode, implode, valid_boosts
 
 
 @pytest.mark.parametrize(("model_size", "boost"), [(128, 128), (128, 256), (128, 384), (128, 1024), (256, 512),

@@ -5,11 +5,12 @@ Facts (FaceFusion 3.x's face_masker.py, yakhyo/face-parsing's export script and 
 - xseg_1, xseg_2, xseg_3 (DeepFaceLab XSeg occluders): input `input` [N, 256, 256, 3] channels-last, BGR / 255;
   output [N, 256, 256, 1], 1 where the face is visible (not covered by hands, hair, objects).
 - bisenet_resnet_18, bisenet_resnet_34 (BiSeNet face parsers trained on CelebAMask-HQ): input `input`
-  [N, 3, 512, 512] RGB, ImageNet mean and std; output `output` [N, 19, 512, 512] class logits (classes in
-  slimfuse.processors.parsing.REGIONS).
+  [N, 3, 512, 512] RGB, ImageNet mean and std; output `output` [N, 19, 512, 512] class logits (classes in REGIONS).
 The XSeg output name is not confirmed from a public source; slimfuse reads the first output by position.
 """
 from __future__ import annotations
+
+from types import MappingProxyType
 
 from slimfuse.models.neural.sources import neural_spec
 from slimfuse.models.spec import ModelIO, ModelSpec, TensorSpec
@@ -67,3 +68,24 @@ MODELS: tuple[ModelSpec, ...] = (
 
 OCCLUDER_NAMES: tuple[str, ...] = ("xseg_1", "xseg_2", "xseg_3")
 PARSER_NAMES: tuple[str, ...] = ("bisenet_resnet_18", "bisenet_resnet_34")
+REGIONS = MappingProxyType({
+    "skin": 1,
+    "left-eyebrow": 2,
+    "right-eyebrow": 3,
+    "left-eye": 4,
+    "right-eye": 5,
+    "glasses": 6,
+    "left-ear": 7,
+    "right-ear": 8,
+    "earring": 9,
+    "nose": 10,
+    "mouth": 11,
+    "upper-lip": 12,
+    "lower-lip": 13,
+    "neck": 14,
+    "necklace": 15,
+    "cloth": 16,
+    "hair": 17,
+    "hat": 18,
+})
+"""The face parsers' classes (CelebAMask-HQ labels, background 0) by the names `--face-mask-regions` takes."""

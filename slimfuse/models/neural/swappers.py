@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from slimfuse.models.neural.recognizers import ARCFACE as RECOGNIZER
 from slimfuse.models.neural.sources import neural_spec
 from slimfuse.models.spec import ModelIO, ModelSpec, TensorSpec
 
-RECOGNIZER = "arcface_w600k_r50"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 HALF = (0.5, 0.5, 0.5)
@@ -141,3 +141,5 @@ RECIPES: dict[str, SwapperRecipe] = {
 }
 
 SWAPPER_NAMES: tuple[str, ...] = tuple(RECIPES)
+PIXEL_BOOSTS: tuple[int, ...] = (128, 256, 384, 512, 768, 1024)
+"""The sizes `--face-swapper-pixel-boost` takes (a multiple of the model's size: see slimfuse.processors.pixel_boost)."""

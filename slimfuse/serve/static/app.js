@@ -1,7 +1,7 @@
 "use strict";
 // The slimfuse page: uploads, options, preview, face gallery, a job with its progress, and the list of jobs.
 const $ = (id) => document.getElementById(id);
-const state = { token: localStorage.getItem("slimfuse-token") || "", sources: [], target: null, reference: null,
+const state = { token: localStorage.getItem("slimfuse-token") || "", options: [], sources: [], target: null, reference: null,
                 previewSeq: 0, facesSeq: 0, previewTimer: null, job: null, events: null };
 const FINAL = ["succeeded", "failed", "cancelled"];
 
@@ -81,22 +81,101 @@ function dropZone(zone, onFiles) {
 }
 
 // Options ------------------------------------------------------------------------------------------------------
-function options() {
+// The form is built from GET /v1/options (the server's option table): the options most people change first, the
+// rest under "More options" by section. A job carries only the options that differ from their defaults.
+const MAIN = ["face_swapper_model", "face_enhancer_model", "face_enhancer_blend", "blend", "face_selector_mode",
+              "face_mask_types", "keep_mouth", "keep_eyes", "target_face_size", "video_memory_level", "memory_budget",
+              "output_image_quality", "output_video_quality", "trim_frame_start", "trim_frame_end"];
+function title(name) { const text = name.replace(/_/g, " "); return text[0].toUpperCase() + text.slice(1); }
+function control(option) {
+  if (option.type === "boolean") {
+    const box = Object.assign(document.createElement("input"), { type: "checkbox", id: option.name, name: option.name,
+                                                                 checked: option.default });
+    return box;
+  }
+  if (option.type === "list" && !option.item.choices) {  // numbers, separated by spaces
+    return Object.assign(document.createElement("input"), { type: "text", id: option.name, name: option.name,
+                                                            value: option.default.join(" "), inputMode: "numeric" });
+  }
+  if (option.type === "list") {
+    const set = document.createElement("fieldset");
+    set.id = option.name;
+    set.append(Object.assign(document.createElement("legend"), { textContent: title(option.name) }));
+    for (const choice of option.item.choices) {
+      const label = document.createElement("label");
+      const box = Object.assign(document.createElement("input"), { type: "checkbox", name: option.name, value: choice,
+                                                                   checked: option.default.includes(choice) });
+      label.append(box, ` ${choice}`);
+      set.append(label);
+    }
+    return set;
+  }
+  if (option.choices) {
+    const select = Object.assign(document.createElement("select"), { id: option.name, name: option.name });
+    if (option.default === null) select.append(new Option("default", ""));
+    for (const choice of option.choices) select.append(new Option(String(choice), String(choice)));
+    select.value = option.default === null ? "" : String(option.default);
+    return select;
+  }
+  const input = Object.assign(document.createElement("input"), { type: "number", id: option.name, name: option.name });
+  input.step = option.type === "integer" ? "1" : "any";
+  if (option.minimum !== undefined) input.min = String(option.minimum);
+  if (option.maximum !== undefined) input.max = String(option.maximum);
+  if (option.default === null) input.placeholder = "default"; else input.value = String(option.default);
+  return input;
+}
+function addField(parent, option) {
+  const element = control(option);
+  element.title = option.help;
+  if (option.type === "list" && option.item.choices) {
+    if (option.video) element.classList.add("video-only");
+    parent.append(element);
+    return;
+  }
+  const label = Object.assign(document.createElement("label"), { htmlFor: option.name, textContent: title(option.name),
+                                                                 title: option.help });
+  if (option.video) { label.classList.add("video-only"); element.classList.add("video-only"); }
+  parent.append(label, element);
+}
+async function loadOptions() {
+  const { sections, options } = await api("GET", "/v1/options");
+  state.options = options;
+  const form = $("options"), more = $("more-options-body"), details = $("more-options");
+  const byName = Object.fromEntries(options.map((option) => [option.name, option]));
+  for (const name of MAIN) {
+    if (byName[name]) for (const node of fragment(byName[name])) form.insertBefore(node, details);
+  }
+  for (const [section, heading] of Object.entries(sections)) {
+    const rest = options.filter((option) => option.section === section && !MAIN.includes(option.name));
+    if (!rest.length) continue;
+    more.append(Object.assign(document.createElement("h3"), { textContent: heading }));
+    for (const option of rest) addField(more, option);
+  }
+  $("options-status").remove();
+}
+function fragment(option) {
+  const holder = document.createElement("div");
+  addField(holder, option);
+  return [...holder.childNodes];
+}
+function valueOf(option) {
   const form = $("options");
+  if (option.type === "boolean") return $(option.name).checked;
+  if (option.type === "list" && !option.item.choices) return $(option.name).value.trim().split(/\s+/).map(Number);
+  if (option.type === "list") return [...form.querySelectorAll(`input[name=${option.name}]:checked`)].map((box) => box.value);
+  const text = $(option.name).value;
+  if (text === "") return null;
+  return option.type === "integer" || option.type === "number" ? Number(text) : text;
+}
+function options() {
   const chosen = {};
-  for (const element of form.elements) {
-    if (!element.name || element.type === "checkbox") continue;
-    if (element.value === "") continue;
-    chosen[element.name] = element.type === "number" || element.type === "range" || element.name === "target_face_size"
-      || element.name === "video_memory_level" ? Number(element.value) : element.value;
+  for (const option of state.options) {
+    if (option.video && !(state.target && state.target.kind === "video")) continue;
+    const value = valueOf(option);
+    if (value === null || JSON.stringify(value) === JSON.stringify(option.default)) continue;
+    chosen[option.name] = value;
   }
-  chosen.face_mask_types = [...form.querySelectorAll("input[name=face_mask_types]:checked")].map((box) => box.value);
-  chosen.keep_mouth = form.querySelector("input[name=keep_mouth]").checked;
-  chosen.keep_eyes = form.querySelector("input[name=keep_eyes]").checked;
-  if (state.target && state.target.kind !== "video") {
-    delete chosen.output_video_quality; delete chosen.trim_frame_start; delete chosen.trim_frame_end;
-  }
-  if (chosen.face_selector_mode === "reference" && !state.reference) chosen.face_selector_mode = "one";
+  if (chosen.face_selector_mode === "reference" && !state.reference) delete chosen.face_selector_mode;
   return chosen;
 }
 function jobBody() {
@@ -113,13 +192,15 @@ function changed() {
   state.previewTimer = setTimeout(preview, 150);
 }
 async function loadModels() {
+  // A model the server does not hold is listed but cannot be chosen (the README says how to add one).
   try {
     const { models } = await api("GET", "/v1/models");
-    for (const model of models) {
-      if (model.state === "missing") continue;
-      const select = model.kind === "swapper" ? $("face_swapper_model") : model.kind === "enhancer" ? $("face_enhancer_model") : null;
-      if (select && ![...select.options].some((option) => option.value === model.name)) {
-        select.append(new Option(model.name, model.name));
+    const missing = new Set(models.filter((model) => model.state === "missing").map((model) => model.name));
+    for (const select of $("options").querySelectorAll("select")) {
+      for (const choice of select.options) {
+        if (!missing.has(choice.value)) continue;
+        choice.disabled = true;
+        choice.textContent = `${choice.value} (not installed)`;
       }
     }
   } catch (err) { showError(err.message); }
@@ -270,6 +351,14 @@ function action(label, handler) {
   return button;
 }
 
+async function start() {
+  try {
+    if (!state.options.length) await loadOptions();
+  } catch (err) { showError(err.message); return; }
+  loadModels();
+  refreshJobs();
+}
+
 // Wiring -------------------------------------------------------------------------------------------------------
 document.addEventListener("DOMContentLoaded", () => {
   $("source-file").addEventListener("change", (event) => addSources([...event.target.files]));
@@ -278,7 +367,6 @@ document.addEventListener("DOMContentLoaded", () => {
   dropZone($("target-drop"), (files) => files[0] && setTarget(files[0]));
   $("options").addEventListener("change", changed);
   $("options").addEventListener("submit", (event) => event.preventDefault());
-  $("face_enhancer_blend").addEventListener("input", (event) => { $("face_enhancer_blend_value").textContent = event.target.value; });
   $("frame").addEventListener("input", (event) => { $("frame_value").textContent = event.target.value; });
   $("frame").addEventListener("change", () => { loadFaces(); changed(); });
   $("run").addEventListener("click", run);
@@ -288,10 +376,8 @@ document.addEventListener("DOMContentLoaded", () => {
     localStorage.setItem("slimfuse-token", state.token);
     $("token-form").hidden = true;
     showError("");
-    loadModels();
-    refreshJobs();
+    start();
   });
-  loadModels();
-  refreshJobs();
+  start();
   setInterval(refreshJobs, 3000);
 });

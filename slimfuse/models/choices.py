@@ -1,4 +1,5 @@
-"""`--face-*-model NAME.VARIANT`: the swap's model options also take a stored variant of the model they name.
+"""The words the model options take (`--face-swapper-model mesh`, `--face-detector-model auto`, the catalog's names),
+and `NAME.VARIANT`: each model option also takes a stored variant of the model it names.
 
 `--face-landmarker-model face_landmark.fp16`, `--face-detector-model short.int8` (both BlazeFace models for
 `auto.fp16`), `--face-swapper-model inswapper_128.fp16`, ...: the option keeps its plain value (the run's code
@@ -8,15 +9,14 @@ it (sha256, the original it was made from, and a passed quality gate).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 
 from slimfuse.errors import UsageError
-from slimfuse.faces.blazeface import BLAZEFACE_MODELS, SPECS, FaceDetector
-from slimfuse.faces.recognize import RECOGNIZERS
-from slimfuse.models.store import Notify, Store
 from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
 from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
+from slimfuse.models.neural.recognizers import ARCFACE
 from slimfuse.models.neural.swappers import SWAPPER_NAMES
 from slimfuse.models.variants import VARIANTS
 
@@ -25,7 +25,14 @@ MESH_SWAPPER = "mesh"
 NO_MODEL = "none"
 """The enhancer options' value for no enhancer."""
 LANDMARKER_MODELS: tuple[str, ...] = ("face_landmark",)
-NOT_MODELS = frozenset({MESH_SWAPPER, NO_MODEL, "dlib"})
+BLAZEFACE = MappingProxyType({"short": "face_detection_short_range", "full": "face_detection_full_range"})
+"""The embedded BlazeFace detectors by their option's word, and their catalog models."""
+BLAZEFACE_MODELS: tuple[str, ...] = ("short", "full", "auto")
+"""The words `--face-detector-model` takes for BlazeFace (auto: both); it also takes the neural detectors of the
+catalog (slimfuse.models.neural.detectors)."""
+DLIB = "dlib"
+RECOGNIZERS: tuple[str, ...] = (DLIB, ARCFACE)
+NOT_MODELS = frozenset({MESH_SWAPPER, NO_MODEL, DLIB})
 """Choices that name no ONNX model (the mesh swapper, no enhancer, dlib's recognizer): they have no variants."""
 
 
@@ -72,7 +79,7 @@ def catalog_models(option: str, choice: str) -> tuple[str, ...]:
     if choice in NOT_MODELS:
         return ()
     if option == "face_detector_model" and choice in BLAZEFACE_MODELS:
-        return tuple(SPECS[key].model for key in FaceDetector.models_for(choice))
+        return tuple(BLAZEFACE.values()) if choice == "auto" else (BLAZEFACE[choice],)
     return (choice,)
 
 
@@ -95,15 +102,3 @@ def split_variants(options: dict[str, object]) -> tuple[dict[str, object], tuple
             for model in catalog_models(option, base):
                 chosen[model] = f"{model}.{variant}"
     return plain, tuple(sorted(chosen.items()))
-
-
-def gate_variants(store: Store, variants: Sequence[tuple[str, str]], notify: Notify) -> None:
-    """Gate, before the run, the chosen variants that were stored without their gate (the store then refuses
-    one that fails, or any it cannot verify, when the pool loads it)."""
-    if not variants:
-        return
-    from slimfuse.optimize.build import Workshop, ensure_gated
-
-    shop = Workshop(store, notify)
-    for _, name in variants:
-        ensure_gated(store, name, notify, shop)

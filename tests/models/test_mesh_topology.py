@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from slimfuse.models.store import Store
-from slimfuse.faces.mesh_topology import MeshTopology, build_topology, parse_connections
+from slimfuse.models.mesh_topology import MeshTopology, build_topology, parse_connections
 
 # sha256 of MeshTopology.to_json() for the connections file of the pinned mediapipe wheel.
 PINNED_SHA256 = "8c8ec79df07b427eeee01330b9633a8ba3cce98def7e2301e4a0ea4427737bf5"

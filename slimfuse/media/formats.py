@@ -1,0 +1,49 @@
+"""The formats slimfuse writes, and how a video is encoded: plain words and a small settings class, read by the
+option table and by the media code (no FFmpeg is loaded to know them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from slimfuse.errors import UsageError
+
+ENCODERS = ("libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc")
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+# Container (FFmpeg muxer name) by file extension, for both input and output.
+CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".webm": "webm", ".avi": "avi"}
+IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP"}
+"""Image files by extension, and their PIL format."""
+FRAME_FORMATS = ("jpg", "png", "bmp")
+"""The image formats disk mode (--temp-frame-format) writes its frames in."""
+
+
+@dataclass(frozen=True)
+class EncodeSettings:
+    """How the output video is encoded (the `--output-video-*` options and `--skip-audio`).
+
+    encoder: one of ENCODERS, or None for the container's usual one (libvpx-vp9 for .webm, else libx264).
+    fps: a constant output rate (frames are duplicated or dropped by timestamp), or None to keep every input
+      frame's own timestamp.
+    scale: output size factor (0.5 halves both sides).
+    threads: the encoder's threads (0: FFmpeg's choice; 1 under a tight --memory-budget: each thread holds frames).
+    """
+
+    encoder: str | None = None
+    quality: int = 80
+    preset: str = "veryfast"
+    fps: Fraction | None = None
+    scale: float = 1.0
+    skip_audio: bool = False
+    threads: int = 0
+
+    def __post_init__(self) -> None:
+        if self.encoder is not None and self.encoder not in ENCODERS:
+            raise UsageError(None, f"--output-video-encoder must be one of {', '.join(ENCODERS)}, not '{self.encoder}'")
+        if not 0 <= self.quality <= 100:
+            raise UsageError(None, f"--output-video-quality must be between 0 and 100, not {self.quality}")
+        if self.preset not in PRESETS:
+            raise UsageError(None, f"--output-video-preset must be one of {', '.join(PRESETS)}, not '{self.preset}'")
+        if self.fps is not None and not 0 < self.fps <= 1000:
+            raise UsageError(None, f"--output-video-fps must be above 0 and at most 1000, not {self.fps}")
+        if not 0.05 <= self.scale <= 8:
+            raise UsageError(None, f"--output-video-scale must be between 0.05 and 8, not {self.scale}")
