@@ -52,11 +52,15 @@ def check_destination(destination: Path) -> None:
                                     f"name takes {needed} bytes, at most {longest} fit)")
 
 
-def write_error(path: Path, exc: BaseException, what: str = "the output") -> NoSpaceError | OutputUnwritableError:
-    """The user's error for an OSError (or an FFmpeg error) while writing `path`: no space (exit 12) or cannot
-    write (exit 13)."""
+def write_error(path: Path, exc: BaseException,
+                what: str = "the output") -> NoSpaceError | OutputDirMissingError | OutputUnwritableError:
+    """The user's error for an OSError (or an FFmpeg error) while writing `path`: no space (exit 12), its folder
+    gone (exit 11) or cannot write (exit 13)."""
     if getattr(exc, "errno", None) == errno.ENOSPC:
         return NoSpaceError(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if getattr(exc, "errno", None) == errno.ENOENT and not parent.is_dir():
+        return OutputDirMissingError(path, f"output directory {parent} does not exist")
     return OutputUnwritableError(path, f"cannot write {what} ({getattr(exc, 'strerror', None) or exc})")
 
 

@@ -23,16 +23,13 @@ from slimfuse.errors import UsageError
 from slimfuse.media.formats import ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
-from slimfuse.models.neural.detectors import DETECTOR_NAMES
-from slimfuse.models.neural.enhancers import ENHANCER_NAMES
-from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
 from slimfuse.models.neural.masks import REGIONS
-from slimfuse.models.neural.swappers import PIXEL_BOOSTS, SWAPPER_NAMES
+from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
 from slimfuse.models.variants import VARIANTS
 from slimfuse.options import (CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes, Declared, FilePath, Items,
-                              ModelName, Number, Option, OptionError, Rate, Section, Switch, Whole, Word, alias,
-                              declared_in, option)
+                              ModelName, Number, Option, Rate, Section, Switch, Whole, Word, alias,
+                              declared_in, option, option_error)
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
 
 SelectorMode = Literal["one", "many", "reference"]
@@ -62,7 +59,7 @@ class FaceOptions(Section):
 
     face_detector_model: str = _model(
         "face_detector_model", "auto", "BlazeFace short, full or auto (both), or a neural detector placed with "
-        "--models-dir (" + ", ".join(DETECTOR_NAMES) + "); MODEL.VARIANT (e.g. short.fp16) "
+        "--models-dir; MODEL.VARIANT (e.g. short.fp16) "
         "runs a variant made with slimfuse optimize")
     face_detector_score: float | None = option(
         None, Number(0, 1, above=True, below=True, metavar="0-1"), "detection score threshold",
@@ -96,7 +93,7 @@ class SwapOptions(Section):
 
     face_swapper_model: str = _model(
         "face_swapper_model", MESH_SWAPPER, "mesh (the embedded landmark-mesh swapper) or a neural swapper placed "
-        "with --models-dir: " + ", ".join(SWAPPER_NAMES))
+        "with --models-dir")
     face_swapper_pixel_boost: int | None = option(
         None, Word(PIXEL_BOOSTS, metavar="SIZE"), "align the face at SIZE px and run the swapper on the N x N "
         "interleaved sub-images of its own size (a multiple of it); cost grows with N squared",
@@ -127,16 +124,14 @@ class EnhanceOptions(Section):
     title: ClassVar[str] = "face and frame enhancers"
 
     face_enhancer_model: str = _model(
-        "face_enhancer_model", NO_MODEL, "enhance each face after the swap: none or "
-        + ", ".join(ENHANCER_NAMES), flags=("--enhancer",))
+        "face_enhancer_model", NO_MODEL, "enhance each face after the swap (none: no enhancer)", flags=("--enhancer",))
     face_enhancer_blend: int = option(80, Whole(0, 100, metavar="0-100"), "how much of the enhanced face replaces "
                                       "the face")
     face_enhancer_weight: float = option(
         0.5, Number(0, 1, metavar="0-1"), "CodeFormer's fidelity input (0 favours quality, 1 the input face); other "
         "enhancers ignore it")
     frame_enhancer_model: str = _model(
-        "frame_enhancer_model", NO_MODEL, "enhance the whole frame after the faces: none or "
-        + ", ".join(FRAME_ENHANCER_NAMES))
+        "frame_enhancer_model", NO_MODEL, "enhance the whole frame after the faces (none: no enhancer)")
     frame_enhancer_blend: int = option(80, Whole(0, 100, metavar="0-100"), "how much of the enhanced frame "
                                        "replaces the frame (the rest is the frame scaled plainly)")
     frame_enhancer_tile_size: int = option(
@@ -173,7 +168,7 @@ class MaskOptions(Section):
 
     face_mask_types: tuple[MaskType, ...] = option(
         ("box", "mesh"), Items(Word(MASK_TYPES), metavar="TYPE"), "the paste-back masks, combined by their "
-        "minimum: " + ", ".join(MASK_TYPES))
+        "minimum")
     face_mask_blur: float = option(0.3, Number(0, 1, metavar="0-1"), "the box mask's edge blur, as a fraction of "
                                    "half the crop")
     face_mask_padding: Padding = option(
@@ -183,8 +178,7 @@ class MaskOptions(Section):
                                       "hair or objects cover the face")
     face_parser_model: str = _model("face_parser_model", "bisenet_resnet_34", "the region mask's face parser")
     face_mask_regions: tuple[str, ...] = option(
-        DEFAULT_REGIONS, Items(Word(tuple(REGIONS)), metavar="REGION"), "the parts the region mask keeps, of "
-        + ", ".join(REGIONS))
+        DEFAULT_REGIONS, Items(Word(tuple(REGIONS)), metavar="REGION"), "the parts the region mask keeps")
 
     def check(self) -> None:
         object.__setattr__(self, "face_mask_padding", padding_from(self.face_mask_padding))
@@ -253,13 +247,13 @@ class EncodeOptions(Section):
 
     output_video_encoder: str | None = option(
         _ENCODING.encoder, Word(ENCODERS, metavar="ENCODER"), "the video encoder (NVENC needs an FFmpeg built with "
-        "it): " + ", ".join(ENCODERS), who=NOT_LIVE, video=True,
+        "it)", who=NOT_LIVE, video=True,
         default_text="libvpx-vp9 for .webm, libx264 otherwise")
     output_video_quality: int = option(
         _ENCODING.quality, Whole(0, 100, metavar="0-100"), "mapped linearly onto the encoder's constant quality "
         "(x264/x265: CRF 51 - 0.51 x quality)", who=NOT_LIVE, video=True)
     output_video_preset: str = option(_ENCODING.preset, Word(PRESETS, metavar="PRESET"), "the encoder's speed "
-                                      "preset: " + ", ".join(PRESETS), who=NOT_LIVE, video=True)
+                                      "preset", who=NOT_LIVE, video=True)
     output_video_fps: Fraction | None = option(
         _ENCODING.fps, Rate(), "a constant output frame rate (frames duplicated or dropped by timestamp)",
         who=NOT_LIVE, video=True, default_text="every input frame's own timestamp")
@@ -324,7 +318,7 @@ class OutputOptions(Section):
 
     def check(self) -> None:
         if (self.c2pa_key is None) != (self.c2pa_certificates is None):
-            raise OptionError("c2pa_key", "give --c2pa-key and --c2pa-certificates together")
+            raise option_error("c2pa_key", "give --c2pa-key and --c2pa-certificates together")
 
 
 SECTIONS: Mapping[str, type[Section]] = {
@@ -333,7 +327,7 @@ SECTIONS: Mapping[str, type[Section]] = {
     "output": OutputOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
-    alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="STRATEGY"),
+    alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
           "FaceFusion's names for levels 0, 1 and 2: " + ", ".join(f"{name} = {level}"
                                                                    for name, level in STRATEGIES.items()),
           of="video_memory_level"),
@@ -407,4 +401,4 @@ def _checked(name: str, value: object) -> object:
     try:
         return declared(name).kind.check(value)
     except ValueError as exc:
-        raise OptionError(name, str(exc)) from None
+        raise option_error(name, str(exc)) from None

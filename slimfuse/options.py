@@ -354,12 +354,13 @@ class Declared:
             default = str(default)
         return {"name": self.name, "flag": self.flag, "section": self.section, "default": default,
                 "help": self.option.help, "video": self.option.video, "control": self.allows("control"),
+                "alias_of": self.option.alias_of,
                 **{key: value for key, value in self.option.kind.describe().items() if value is not None}}
 
 
 class Section:
     """A frozen dataclass of options: each value is checked by its kind as the section is made, and stored in
-    its one form (lists as tuples, paths as Path); a problem is an OptionError naming the option. `check` adds the
+    its one form (lists as tuples, paths as Path); a problem is a UsageError naming the option. `check` adds the
     checks that span several options."""
 
     title: ClassVar[str]
@@ -374,21 +375,18 @@ class Section:
             try:
                 checked = declared.kind.check(value)
             except ValueError as exc:
-                raise OptionError(field.name, str(exc)) from None
+                raise option_error(field.name, str(exc)) from None
             if checked is not value:
                 object.__setattr__(self, field.name, checked)
         self.check()
 
     def check(self) -> None:
-        """Checks across the section's options (OptionError)."""
+        """Checks across the section's options (option_error)."""
 
 
-class OptionError(UsageError):
-    """An option's value is wrong: the option's name and the problem (exit 2, as every usage error)."""
-
-    def __init__(self, name: str, problem: str) -> None:
-        super().__init__(detail=f"--{name.replace('_', '-')}: {problem}")
-        self.name = name
+def option_error(name: str, problem: str) -> UsageError:
+    """An option's value is wrong: a UsageError (exit 2, as every usage error) naming the option and the problem."""
+    return UsageError(detail=f"--{name.replace('_', '-')}: {problem}")
 
 
 def declared_in(sections: dict[str, type], aliases: Sequence[Declared] = ()) -> tuple[Declared, ...]:

@@ -27,6 +27,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     optimize.add_argument("--runs", type=int, default=50, help="runs per variant; the median is reported")
     _add_json(optimize)
     add_common_options(optimize)
+    startup = kinds.add_parser("startup", help="how fast the command line answers help, a usage error and a wrong "
+                               "output path (fresh processes)")
+    startup.add_argument("--runs", type=_positive_int, default=10, help="runs of each case, in turn")
+    _add_json(startup)
+    add_common_options(startup)
     _add_memory_parser(kinds)
     _add_serve_parser(kinds)
     _add_batch_parser(kinds)
@@ -126,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
 
         live.run(seconds=args.seconds, soak_seconds=args.soak_seconds, json_path=args.json, plot_path=args.plot,
                  with_neural=args.neural, neural_seconds=args.neural_seconds)
+        return 0
+    if args.kind == "startup":
+        from slimfuse.bench import startup
+
+        startup.run(runs=args.runs, json_path=args.json)
         return 0
     if args.kind == "optimize":
         from slimfuse.bench import optimize

@@ -52,7 +52,14 @@ def _add(container: argparse._ActionsContainer, entry: Declared) -> None:
 
 
 def _help(entry: Declared) -> str:
-    """The option's help and its default, as the help screen shows them."""
+    """The option's help, the words it takes (where its metavar does not show them) and its default, as the help
+    screen shows them."""
+    kind = entry.option.kind
+    words = kind.item if isinstance(kind, Items) else kind
+    choices = getattr(words, "choices", None)
+    help = entry.option.help
+    if choices is not None and "|" not in kind.metavar:
+        help += f"; one of: {', '.join(map(str, choices))}"
     text = entry.option.default_text
     if text is None:
         default = entry.default
@@ -61,10 +68,10 @@ def _help(entry: Declared) -> str:
         elif isinstance(default, tuple):
             text = " ".join(map(str, default))
         elif entry.option.alias_of is not None:
-            return entry.option.help
+            return help
         else:
             text = "none" if default is None else str(default)
-    return f"{entry.option.help} (default: {text})"
+    return f"{help} (default: {text})"
 
 
 def _reader(parse: Callable[[str], object]) -> Callable[[str], object]:

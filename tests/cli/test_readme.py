@@ -1,11 +1,15 @@
-"""The README documents every exit code and every option of `slimfuse swap`."""
+"""The README documents every exit code, every option of the option table with its default, and every option of
+every command."""
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
 from slimfuse.cli.main import build_parser
+from slimfuse.config import OPTIONS
 from slimfuse.errors import EXIT_CODES
+from slimfuse.options import Declared, Switch
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -16,12 +20,44 @@ def test_every_exit_code_is_documented() -> None:
     assert documented == EXIT_CODES
 
 
-def test_every_swap_option_is_documented() -> None:
-    text = README.read_text()
-    parser = build_parser()
-    swap = parser._subparsers._group_actions[0].choices["swap"]  # type: ignore[union-attr]
-    for action in swap._actions:
-        long_names = [name for name in action.option_strings if name.startswith("--")]
-        if not long_names or "--help" in long_names:
+def _shown_default(entry: Declared) -> str | None:
+    """How the README's table shows the option's default (None: in words of its own, as for a default of None)."""
+    default = entry.default
+    if isinstance(entry.option.kind, Switch):
+        return "on" if default else "off"
+    if default is None:
+        return None
+    return f"`{' '.join(map(str, default)) if isinstance(default, tuple) else default}`"
+
+
+def test_every_option_of_the_table_is_documented_with_its_default() -> None:
+    rows = [line.split(" | ") for line in README.read_text().splitlines() if line.startswith("| `--")]
+    for entry in OPTIONS:
+        if not entry.allows("swap") and not entry.allows("live"):
             continue
-        assert any(name in text for name in long_names), long_names
+        flags = (entry.flag, *(f"--no-{entry.flag[2:]}" for _ in range(isinstance(entry.option.kind, Switch))))
+        row = next((row for row in rows if any(re.search(re.escape(f"`{flag}") + r"[ `/\\]", row[0] + " ")
+                                               for flag in flags)), None)
+        assert row is not None, f"{entry.flag} is not in the README's option tables"
+        shown = _shown_default(entry)
+        if shown is not None and entry.option.alias_of is None:
+            assert row[1].startswith(shown) or row[1] == shown, f"{entry.flag}: README says {row[1]!r}, not {shown}"
+
+
+def test_every_option_of_every_command_is_documented() -> None:
+    text = README.read_text()
+
+    def undocumented(parser: argparse.ArgumentParser, command: str) -> list[str]:
+        missing = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    missing += undocumented(sub, f"{command} {name}")
+                continue
+            flags = [flag for flag in action.option_strings if flag.startswith("--")]
+            if flags and "--help" not in flags and action.help != argparse.SUPPRESS and \
+                    not any(flag in text for flag in flags):
+                missing.append(f"{command}: {' '.join(flags)}")
+        return missing
+
+    assert undocumented(build_parser(), "slimfuse") == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from pathlib import Path
 
 import av
@@ -19,7 +20,7 @@ from slimfuse.errors import UsageError
 from slimfuse.memory.levels import LEVELS
 from slimfuse.memory.plan import CONSTANTS_SLACK, MB, ModelNeed, plan_memory
 from slimfuse.models.store import Store, sha256_file
-from slimfuse.models.variants import PASS, VariantRecord, now
+from slimfuse.models.variants import PASS, UNGATED, VariantRecord, now
 from slimfuse.pipeline.chain import ChainSpec
 from slimfuse.pipeline.plan import RunPlan, plan_run
 from slimfuse.pipeline.run import run_models
@@ -186,3 +187,25 @@ def test_a_lone_generator_stays_loaded_between_chunks() -> None:
     Residency(pool, LEVELS[2], [SWAPPER, ENHANCER]).after_stage([SWAPPER])
     Residency(pool, LEVELS[1], [SWAPPER, ENHANCER]).after_stage([SWAPPER])
     assert pool.released == [SWAPPER]
+
+
+def test_planning_only_lists_the_variants_to_make(tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch,
+                                                  astronaut_path: Path) -> None:
+    """A level-3 plan names the large models without a variant and the ungated variants an option chose, and makes,
+    gates and writes nothing: the command line does that work, saying so."""
+    from slimfuse.pipeline import plan
+
+    monkeypatch.setattr(plan, "MIN_VARIANT_BYTES", 0)
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: pytest.fail("planning ran a process"))
+    home = nm.isolated_store(tmp_path / "home", store, models_dir=nm.place_standins(tmp_path / "placed"))
+    _store_variant(home, ENHANCER, "int8", UNGATED)
+    before = sorted(path.name for path in home.model_dir.iterdir())
+    work = _plan(home, "--video-memory-level", "3", "--face-swapper-model", SWAPPER, "--face-enhancer-model",
+                 f"{ENHANCER}.int8", target=astronaut_path).variant_work
+    assert work.to_make[-2:] == (SWAPPER, RECOGNIZER) and work.techniques == ("int8", "int8-dynamic")
+    assert ENHANCER not in work.to_make  # its int8 variant was tried: stored, waiting for its gate
+    assert work.to_gate == (f"{ENHANCER}.int8",) and work.pending
+    assert work.commands()[-3:] == [f"slimfuse optimize {SWAPPER} --int8 --gate", f"slimfuse optimize {RECOGNIZER} "
+                                    "--int8 --gate", f"slimfuse optimize {ENHANCER} --int8 --gate"]
+    assert sorted(path.name for path in home.model_dir.iterdir()) == before
+    assert not _plan(home, *NEURAL, target=astronaut_path).variant_work.pending  # level 1 wants none

@@ -9,7 +9,8 @@ import pytest
 import neural_models as nm
 from slimfuse.errors import ProviderUnavailableError
 from slimfuse.models.providers import PROVIDERS
-from slimfuse.models.runtime import ProviderReport, SessionSettings, check_requested, create_session, provider_chain, provider_options, session_options
+from slimfuse.models.runtime import (ProviderReport, SessionSettings, check_requested, create_session, provider_chain,
+                                     provider_options, session_options)
 
 
 def test_short_and_full_provider_names() -> None:

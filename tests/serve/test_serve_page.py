@@ -57,9 +57,21 @@ def _preview_after(page, action) -> list[int]:  # noqa: ANN001
     return page.evaluate(PIXELS)
 
 
+def _set(page, selector: str, value: str) -> None:  # noqa: ANN001
+    """Type a value into a field and leave it, as a user does (the form acts on change)."""
+    page.fill(selector, value)
+    page.dispatch_event(selector, "change")
+
+
 def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) -> None:  # noqa: ANN001
     astronaut, grace_hopper = samples()
     page.goto(server.base)
+    page.wait_for_selector("#more-options")
+    page.wait_for_function("!document.getElementById('options-status')")  # the form is built
+    with server.client() as client:
+        offered = {option["name"] for option in client.get("/v1/options").json()["options"] if not option["alias_of"]}
+    shown = set(page.evaluate("[...document.getElementById('options').elements].map(el => el.name).filter(Boolean)"))
+    assert shown == offered  # every option a job may set (an alias aside), and no other, has a control
     unlabelled = page.evaluate("""[...document.querySelectorAll('input, select')]
         .filter(el => !el.labels.length && !el.getAttribute('aria-label')).map(el => el.id || el.name)""")
     assert unlabelled == []
@@ -69,10 +81,17 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     page.wait_for_selector("#source-list img")
     first = _preview_after(page, lambda: page.set_input_files("#target-file", str(grace_hopper)))
     page.wait_for_selector("#faces button")
-    changed = _preview_after(page, lambda: page.select_option("#target_face_size", "64"))
+    changed = _preview_after(page, lambda: _set(page, "#target_face_size", "64"))
     assert changed != first
-    restored = _preview_after(page, lambda: page.select_option("#target_face_size", "512"))
+    restored = _preview_after(page, lambda: _set(page, "#target_face_size", "512"))
     assert restored == first  # the same options, the same preview
+    page.click("#more-options summary")
+    with page.expect_request(lambda request: request.url.endswith("/v1/preview")) as asked:
+        _set(page, "#face_detector_score", "0.55")  # one of "More options"
+    assert asked.value.post_data_json["options"] == {"face_detector_score": 0.55}  # what differs from the defaults
+    shot(page, "2a-more-options", tmp_path)
+    _preview_after(page, lambda: _set(page, "#face_detector_score", ""))
+    page.click("#more-options summary")
     face = page.locator("#faces button").first
     _preview_after(page, face.click)
     assert face.get_attribute("aria-pressed") == "true"

@@ -138,17 +138,20 @@ function addField(parent, option) {
   parent.append(label, element);
 }
 async function loadOptions() {
-  const { sections, options } = await api("GET", "/v1/options");
+  const answer = await api("GET", "/v1/options");
+  const options = answer.options.filter((option) => !option.alias_of);  // another name of an option shown
   state.options = options;
   const form = $("options"), more = $("more-options-body"), details = $("more-options");
   const byName = Object.fromEntries(options.map((option) => [option.name, option]));
   for (const name of MAIN) {
     if (byName[name]) for (const node of fragment(byName[name])) form.insertBefore(node, details);
   }
-  for (const [section, heading] of Object.entries(sections)) {
+  for (const [section, heading] of Object.entries(answer.sections)) {
     const rest = options.filter((option) => option.section === section && !MAIN.includes(option.name));
     if (!rest.length) continue;
-    more.append(Object.assign(document.createElement("h3"), { textContent: heading }));
+    const title = Object.assign(document.createElement("h3"), { textContent: heading[0].toUpperCase() + heading.slice(1) });
+    if (rest.every((option) => option.video)) title.classList.add("video-only");
+    more.append(title);
     for (const option of rest) addField(more, option);
   }
   $("options-status").remove();
