@@ -10,6 +10,7 @@ table before numpy, ONNX Runtime or PyAV are imported.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,8 @@ class Number:
         if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
             raise ValueError(f"must be a number, got {_shown(value)}")
         number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"must be a finite number, got {value}")
         too_low = self.low is not None and (number <= self.low if self.above else number < self.low)
         too_high = self.high is not None and (number >= self.high if self.below else number > self.high)
         if too_low or too_high:
@@ -268,7 +271,7 @@ class Amount:
             raise ValueError(f"not a size in {self.unit} (like {self.example}): {text}") from None
 
     def check(self, value: object) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
             raise ValueError(f"must be positive, got {_shown(value)}")
         return float(value)
 

@@ -38,6 +38,8 @@ def test_the_allowlist_is_every_option_but_the_servers_own() -> None:
     ({"face_mask_padding": [1, 2, 3, 4, 5]}, "--face-mask-padding: takes 1 to 4 values, got 5"),
     ({"video_memory_level": "3"}, "--video-memory-level: invalid choice: '3'"),
     ({"trim_frame_end": 0}, "--trim-frame-end: must be a positive whole number, got 0"),
+    ({"reuse_threshold": float("nan")}, "--reuse-threshold: must be a finite number, got nan"),
+    ({"memory_budget": float("inf")}, "--memory-budget: must be positive, got inf"),
 ])
 def test_a_wrong_type_is_a_usage_error_naming_the_option(options: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(UsageError) as refused:
