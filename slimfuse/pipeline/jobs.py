@@ -14,7 +14,7 @@ from slimfuse.models.store import Notify, Store
 from slimfuse.pipeline.frames import FrameStats
 from slimfuse.pipeline.image import swap_image_file
 from slimfuse.pipeline.plan import RunPlan
-from slimfuse.pipeline.report import RunReport
+from slimfuse.pipeline.report import RunParts, RunReport
 from slimfuse.pipeline.run import build_run, default_store, plan_for
 from slimfuse.pipeline.video import Progress, VideoSwapJob
 
@@ -50,13 +50,16 @@ def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None 
     --system-memory-limit; `report`: write a run report there (on error too); `make_variants`: first make and
     gate the variants the plan finds missing (what `slimfuse swap` does, saying so), else run the originals."""
     run_report = None if report is None else RunReport(report, config, target)
+    parts = RunParts()
     try:
         with system_memory_limit(config.memory.system_limit_bytes):
             store = default_store(config, notify)
             plan = plan_for(config, target, store)
             if make_variants and plan.variant_work.pending:
                 plan = _with_variants_made(config, target, store, plan)
+            parts = RunParts(plan)
             run = build_run(config, target, run_report, store=store, plan=plan)
+            parts = RunParts(plan, run.pool, run.batcher)
             if is_video(target):
                 video = VideoSwapJob(run, target, output, progress).run_job()
                 result = JobResult(video.output, video.stats, video.frames_written, video.setup_seconds)
@@ -66,13 +69,13 @@ def swap_job(config: RunConfig, target: Path, output: Path, report: Path | None 
     except BaseException as error:
         if run_report is not None:
             try:
-                run_report.write(error=error)
+                run_report.write(parts, error=error)
             except OSError as exc:  # the run's own error is the one to report
                 LOG.warning(f"{report}: cannot write the run report ({exc})")
         raise
     if run_report is not None:
         try:
-            run_report.write(output, results=result.summary())
+            run_report.write(parts, output, results=result.summary())
         except OSError as exc:
             return JobResult(result.output, result.stats, result.frames_written, result.setup_seconds, exc)
     return result

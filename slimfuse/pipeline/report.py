@@ -3,12 +3,13 @@
 Stages are marked by the pipelines (models, sources, processing, write); each records its time, the process's RSS
 (and the tree's, children included), its own peak RSS (sampled by a thread, slimfuse.memory.probe.PeakSampler),
 the process's peak so far (the kernel's high-water mark, which the report never resets, so outside tools such as
-`time -v` see the true peak too), and the models the pool holds then."""
+`time -v` see the true peak too), and the models the pool holds then. The rest (the plan, the providers, the pool's
+loads, the batch sizes) is read from the run's parts when the report is written, at the end."""
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,11 +21,19 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.atomic import write_bytes_atomic
 
 
-
 class Plan(Protocol):
     """What a run decided (slimfuse.pipeline.plan.RunPlan), as the report records it."""
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """What a run was built with, as far as it got: the report reads them when it is written."""
+
+    plan: Plan | None = None
+    pool: ModelPool | None = None
+    batcher: AdaptiveBatcher | None = None
 
 
 class RunReport:
@@ -32,15 +41,12 @@ class RunReport:
         self.path = path
         self.config = config
         self.target = target
-        self.pool: ModelPool | None = None
-        self.plan: Plan | None = None
-        self.batcher: AdaptiveBatcher | None = None
         self._stages: list[dict[str, Any]] = []
         self._started = self._last = time.perf_counter()
         self._sampler = PeakSampler()
 
-    def stage(self, name: str) -> None:
-        """Mark the end of stage `name`: its time, memory and the models resident now."""
+    def stage(self, name: str, pool: ModelPool | None = None) -> None:
+        """Mark the end of stage `name`: its time, memory and the models `pool` holds now."""
         now = time.perf_counter()
         memory = process_memory()
         entry: dict[str, Any] = {
@@ -48,16 +54,16 @@ class RunReport:
             "rss_mb": round(memory.rss_bytes / MB, 1), "tree_rss_mb": round(memory.tree_rss_bytes / MB, 1),
             "peak_rss_mb": round(self._sampler.take() / MB, 1),
             "peak_so_far_mb": round(memory.peak_rss_bytes / MB, 1)}
-        if self.pool is not None:
-            stats = self.pool.stats()
+        if pool is not None:
+            stats = pool.stats()
             entry.update(resident=list(stats.resident), resident_mb=round(stats.resident_bytes / MB, 1),
                          loads=stats.loads, evictions=stats.evictions, released=list(stats.released))
         self._stages.append(entry)
         self._last = now
 
-    def write(self, output: Path | None = None, error: BaseException | None = None,
+    def write(self, parts: RunParts = RunParts(), output: Path | None = None, error: BaseException | None = None,
               results: dict[str, Any] | None = None) -> None:
-        config = self.config
+        config, pool = self.config, parts.pool
         self._sampler.stop()
         # The kernel's high-water mark: the whole run's peak, a spike between two samples included.
         peak = max([peak_rss_bytes() / MB, *(stage["peak_rss_mb"] for stage in self._stages)])
@@ -69,10 +75,10 @@ class RunReport:
                        else str(config.faces.reference_face_image)},
             "output": None if output is None else str(output),
             "config": config.options(),
-            "providers": None if self.pool is None else self.pool.provider_report.to_dict(),
-            "pool": None if self.pool is None else asdict(self.pool.stats()),
-            "memory_plan": None if self.plan is None else self.plan.to_dict(),
-            "batching": None if self.batcher is None else self.batcher.to_dict(),
+            "providers": None if pool is None else pool.provider_report.to_dict(),
+            "pool": None if pool is None else asdict(pool.stats()),
+            "memory_plan": None if parts.plan is None else parts.plan.to_dict(),
+            "batching": None if parts.batcher is None else parts.batcher.to_dict(),
             "stages": self._stages,
             "peak_per_stage": True,
             "peak_rss_mb": round(peak, 1),

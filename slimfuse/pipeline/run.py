@@ -81,7 +81,7 @@ class Run:
     def mark(self, stage: str) -> None:
         """The end of a stage (models, sources, processing, write), for the run report."""
         if self.report is not None:
-            self.report.stage(stage)
+            self.report.stage(stage, self.pool)
 
     def faces(self, rgb: np.ndarray) -> list[Face]:
         """Every face of an image with its mesh, largest first."""
@@ -220,8 +220,6 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     spec = ChainSpec.of(config)
     if plan is None:
         plan = plan_run(config, run_models(config, spec, store.catalog), store, target)
-    if report is not None:
-        report.plan = plan
     if plan.variant_work.pending:
         LOG.warning("variants are not ready, so the originals run in their place; make them with: "
                     + "; ".join(plan.variant_work.commands()))
@@ -230,8 +228,6 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
                      cpu_only=plan.cpu_only, threads=threads)
     memory = plan.memory
     batcher = AdaptiveBatcher(pool, memory.batch_sizes(), memory.batch_size, store.notify, memory.refine_within_bytes)
-    if report is not None:
-        report.pool, report.batcher = pool, batcher
     residency = Residency(pool, config.memory.level, plan.generators)
     chain = spec.build(pool, batcher, plan.face_size, plan.pixel_boost, plan.frame_tile, residency)
     faces = config.faces
