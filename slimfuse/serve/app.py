@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from slimfuse.errors import SlimfuseError
@@ -25,8 +26,9 @@ from slimfuse.serve.tokens import connection_user
 
 STATIC = Path(__file__).parent / "static"
 def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambda: 0) -> FastAPI:
-    app = FastAPI(title="slimfuse", description="Swap faces in images and videos within a memory budget.",
-                  version="1")
+    # The docs pages from files in the package, not a CDN: the server works offline.
+    app = FastAPIOffline(title="slimfuse", description="Swap faces in images and videos within a memory budget.",
+                         version="1", static_url="/docs-static")
     app.state.settings = settings
     app.state.store = JobStore(settings.data_dir)
     app.state.workers_alive = workers_alive

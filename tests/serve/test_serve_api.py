@@ -37,10 +37,13 @@ def assets(client: httpx.Client) -> dict[str, str]:
 def test_health_docs_and_page(client: httpx.Client) -> None:
     health = client.get("/v1/health").json()
     assert health["status"] == "ok" and health["workers"] == 2
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "cdn." not in docs.text and "https://" not in docs.text  # offline
+    for asset in ("/docs-static/swagger-ui-bundle.js", "/docs-static/swagger-ui.css"):
+        assert asset in docs.text and client.get(asset).status_code == 200
     paths = client.get("/openapi.json").json()["paths"]
     for path in ("/v1/assets", "/v1/jobs", "/v1/jobs/{job_id}/events", "/v1/jobs/{job_id}/output", "/v1/preview",
-                 "/v1/faces", "/v1/models", "/v1/health"):
+                 "/v1/faces", "/v1/options", "/v1/models", "/v1/health"):
         assert path in paths
     page = client.get("/")
     assert page.status_code == 200 and "<title>slimfuse</title>" in page.text
