@@ -14,10 +14,11 @@ import base64
 import io
 import json
 import os
+import re
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from slimfuse.atomic import remove_stale, write_bytes_atomic
 from slimfuse.errors import SlimfuseError, Terminated
 from slimfuse.media.image_io import read_image
 from slimfuse.media.video_reader import VideoReader
+from slimfuse.models.store import default_home
 from slimfuse.serve.planning import CLIENT_OPTIONS
 from slimfuse.serve.store import CANCELLED, FACES, FAILED, PREVIEW, Job, JobStore
 
@@ -81,13 +83,14 @@ class Worker:
         except JobCancelled:
             self.store.fail(job.id, self.name, CANCELLED, message="cancelled while running; no output was written")
         except SlimfuseError as error:
-            self.store.fail(job.id, self.name, FAILED, type(error).__name__, error.exit_code, error.message)
+            self.store.fail(job.id, self.name, FAILED, type(error).__name__, error.exit_code,
+                            self._public(job, error.message))
         except MemoryError:
             self.store.fail(job.id, self.name, FAILED, "MemoryError", 1, "out of memory (try a smaller budget or "
                             "--target-face-size)")
         except Exception as error:  # noqa: BLE001 - the job fails with one line; the worker goes on
             self.store.fail(job.id, self.name, FAILED, "InternalError", 1,
-                            f"internal error: {type(error).__name__}: {error}")
+                            self._public(job, f"internal error: {type(error).__name__}: {error}"))
         else:
             report["seconds"] = round(time.perf_counter() - started, 3)
             output, size = report.pop("output", None), report.pop("output_bytes", 0)
@@ -96,6 +99,16 @@ class Worker:
         finally:
             beating.set()
             heartbeat.join()
+
+    def _public(self, job: Job, message: str) -> str:
+        """`message` as the job's user may read it: their uploads by the names they gave them, and no path of the
+        server's (its data folder, its models, its home) spelled out."""
+        request, user = job.request, job.row["user"]
+        ids = [*request.get("source_ids", ()), *([request["target_id"]] if "target_id" in request else [])]
+        for asset in filter(None, (self.store.asset(user, asset_id) for asset_id in ids)):
+            message = message.replace(str(self.store.asset_path(asset)), asset["name"])
+        return hide_paths(message, (self.store.data_dir, *([self.models_dir] if self.models_dir else []),
+                                    default_home(), Path.home()))
 
     def _beat(self, job_id: str, stop: threading.Event) -> None:
         while not stop.wait(self.lease_seconds / 3):
@@ -190,6 +203,14 @@ class Worker:
         data = json.dumps({"faces": faces, "width": rgb.shape[1], "height": rgb.shape[0]}).encode()
         write_bytes_atomic(self.store.data_dir / relative, data, durable=False)
         return {"faces": len(faces), "output": relative, "output_bytes": len(data)}
+
+
+def hide_paths(message: str, folders: Sequence[Path]) -> str:
+    """`message` with every path under one of `folders` cut to its file name (the folders named deepest first, so
+    a folder inside another is cut whole)."""
+    for folder in sorted({str(folder) for folder in folders}, key=len, reverse=True):
+        message = re.sub(re.escape(folder) + r"(/[^\s:;,()'\"]*)?", lambda found: Path(found.group(0)).name, message)
+    return message
 
 
 def read_frame(path: Path, index: int) -> np.ndarray:

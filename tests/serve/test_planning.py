@@ -8,11 +8,12 @@ import pytest
 
 import neural_models as nm
 from slimfuse.config import OPTIONS, RunConfig
-from slimfuse.errors import UsageError, VariantsNotReadyError
+from slimfuse.errors import ModelUnavailableError, UsageError, VariantsNotReadyError
 from slimfuse.models.store import Store
 from slimfuse.pipeline import plan
 from slimfuse.serve.errors import STATUS_BY_EXIT
 from slimfuse.serve.planning import CLIENT_OPTIONS, client_options, plan_job
+from slimfuse.serve.worker import hide_paths
 
 SERVER_ONLY = {"reference_face_image", "models_dir", "temp_path", "keep_temp", "temp_frame_format", "c2pa_key",
                "c2pa_certificates", "provenance", "system_memory_limit", "profile", "execution_providers",
@@ -61,3 +62,19 @@ def test_a_job_whose_variants_are_not_made_is_refused_naming_the_commands(
     assert not list(home.model_dir.glob("*.int8*")) and not list(placed.glob("*.int8*"))  # nothing was made
     config, peak = plan_job([astronaut_path], astronaut_path, {**options, "video_memory_level": 2}, placed)
     assert config.memory.video_memory_level == 2 and peak > 0  # level 2 runs no variants
+
+
+def test_a_model_the_server_does_not_hold_is_refused_without_its_paths(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch, astronaut_path: Path) -> None:
+    home = nm.isolated_store(tmp_path / "home", store)
+    monkeypatch.setenv("SLIMFUSE_HOME", str(home.home))
+    with pytest.raises(ModelUnavailableError) as refused:
+        plan_job([astronaut_path], astronaut_path, {"face_swapper_model": "inswapper_128"}, tmp_path / "placed")
+    assert refused.value.message.startswith("inswapper_128, arcface_w600k_r50: not installed on this server")
+    assert str(tmp_path) not in refused.value.message and STATUS_BY_EXIT[14] == 503
+
+
+def test_server_paths_are_cut_to_file_names() -> None:
+    message = hide_paths("/srv/data/assets/a6b.png: no face; put it at /home/sf/.cache/slimfuse/models/x.onnx (or "
+                         "/srv/data/scratch)", [Path("/srv/data"), Path("/home/sf/.cache/slimfuse"), Path("/home/sf")])
+    assert message == "a6b.png: no face; put it at x.onnx (or scratch)"

@@ -136,13 +136,18 @@ def test_bad_jobs_get_the_command_lines_errors(client: httpx.Client, assets: dic
     _refused(client.get("/v1/jobs/nosuchjob"), 404, "NotFound", None)
 
 
-def test_a_target_without_a_face_fails_with_its_exit_code(client: httpx.Client, assets: dict[str, str]) -> None:
+def test_a_target_without_a_face_fails_with_its_exit_code(server: Server, client: httpx.Client,
+                                                          assets: dict[str, str]) -> None:
     blank = client.post("/v1/assets", params={"name": "wall.png"},
                         content=png_bytes(np.full((96, 128, 3), 120, np.uint8))).json()
     job = submit(client, [assets["astronaut"]], blank["id"])
     ended = finish(client, job["id"])
     assert ended["state"] == "failed" and ended["error"] == "NoTargetFaceError" and ended["exit_code"] == 9
-    assert "no face" in ended["message"] and not ended["output"]
+    assert ended["message"].startswith("wall.png: no face") and not ended["output"]  # the name the user gave it
+    assert str(server.data_dir) not in ended["message"] and "/" not in ended["message"]
+    sourceless = submit(client, [blank["id"]], assets["grace_hopper"])  # the same photo as a source
+    message = finish(client, sourceless["id"])["message"]
+    assert message == "wall.png: no face found in the source image"
     _refused(client.get(f"/v1/jobs/{job['id']}/output"), 409, "NotReady", None)
 
 
