@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
+from starlette.background import BackgroundTask
 
 from slimfuse.config import OPTIONS, SECTIONS
 from slimfuse.models.choices import MESH_SWAPPER
@@ -103,8 +104,7 @@ async def upload(request: Request, name: str | None = None) -> JSONResponse:
         raise too_large
     room = settings.max_storage_bytes - await asyncio.to_thread(store.bytes_used, user)
     if room <= 0:
-        raise _api_error(507, "StorageLimitError", f"your storage of {settings.max_storage_mb:g} MB is full; "
-                                                   "delete jobs or wait for old files to expire")
+        raise _api_error(507, "StorageLimitError", _storage_full(settings))
     try:
         asset = await receive(store, user, request.stream(), name, min(limit, room))
     except TooLarge:
@@ -113,6 +113,25 @@ async def upload(request: Request, name: str | None = None) -> JSONResponse:
                                                        f"{settings.max_storage_mb:g} MB") from None
         raise too_large from None
     return JSONResponse(_public_asset(asset), status_code=201, headers={"Location": f"/v1/assets/{asset['id']}"})
+
+
+@router.get("/assets", summary="Your uploads, newest first, and the storage you use")
+def list_assets(request: Request) -> dict[str, Any]:
+    settings, store, user = _settings(request), _store(request), _user(request)
+    return {"assets": [_public_asset(asset) for asset in store.assets(user)],
+            "storage": {"bytes": store.bytes_used(user), "limit_bytes": settings.max_storage_bytes}}
+
+
+@router.delete("/assets/{asset_id}", status_code=204, summary="Delete an upload: its file goes, not only its row")
+def delete_asset(request: Request, asset_id: str) -> Response:
+    try:
+        path = _store(request).delete_asset(_user(request), asset_id)
+    except ValueError as exc:
+        raise _api_error(409, "AssetInUse", f"asset {asset_id}: {exc}") from None
+    if path is None:
+        raise _api_error(404, "NotFound", f"asset {asset_id}: no such asset")
+    path.unlink(missing_ok=True)
+    return Response(status_code=204)
 
 
 @router.get("/assets/{asset_id}", summary="An uploaded asset")
@@ -124,6 +143,11 @@ def get_asset(request: Request, asset_id: str) -> dict[str, Any]:
 def asset_content(request: Request, asset_id: str) -> FileResponse:
     asset = _asset(request, asset_id)
     return FileResponse(_store(request).asset_path(asset))
+
+
+def _storage_full(settings: ServeSettings) -> str:
+    return (f"your storage of {settings.max_storage_mb:g} MB (uploads and outputs) is full; delete uploads or jobs "
+            "(DELETE /v1/assets/{id}, /v1/jobs/{id}) or wait for old files to expire")
 
 
 # Jobs ------------------------------------------------------------------------------------------------------
@@ -154,6 +178,8 @@ def create_job(request: Request, body: JobRequest) -> JSONResponse:
     if store.active_jobs(user) >= settings.max_jobs_per_user:
         raise _api_error(429, "TooManyJobsError", f"you have {settings.max_jobs_per_user} jobs queued or running "
                                                   "(--max-jobs-per-user); wait for one to finish")
+    if store.bytes_used(user) >= settings.max_storage_bytes:  # outputs count as uploads do
+        raise _api_error(507, "StorageLimitError", _storage_full(settings))
     stored, planned = _planned(request, body, budget=True)
     job = store.add_job(user, SWAP, stored, planned)
     return JSONResponse(_shown(job), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
@@ -177,9 +203,23 @@ async def get_job(request: Request, job_id: str) -> dict[str, Any]:
     return _shown(_job(request, job_id))
 
 
+@router.delete("/jobs/{job_id}", status_code=204, summary="Delete a finished job and its output file")
+def delete_job(request: Request, job_id: str) -> Response:
+    job = _job(request, job_id)
+    try:
+        files = _store(request).delete_job(job.id)
+    except ValueError as exc:
+        raise _api_error(409, "JobActive", f"job {job_id}: {exc}") from None
+    for path in files:
+        path.unlink(missing_ok=True)
+    return Response(status_code=204)
+
+
 @router.post("/jobs/{job_id}/cancel", summary="Cancel a job (a running one stops at its next frame)")
 def cancel_job(request: Request, job_id: str) -> dict[str, Any]:
     job = _job(request, job_id)
+    if job.state in FINAL_STATES:
+        raise _api_error(409, "JobFinished", f"job {job_id}: is {job.state} already; nothing to cancel")
     cancelled = _store(request).cancel(job.id)
     assert cancelled is not None
     return _shown(cancelled)
@@ -264,7 +304,7 @@ async def preview(request: Request, body: PreviewRequest) -> Any:
     except _RequestFailed as exc:
         return _failed(exc)
     return FileResponse(_store(request).data_dir / job.row["output"], media_type="image/jpeg",
-                        headers={"Cache-Control": "no-store"})
+                        headers={"Cache-Control": "no-store"}, background=BackgroundTask(_forget, request, job))
 
 
 @router.post("/faces", summary="The faces of an image or of one video frame, largest first, with thumbnails")
@@ -276,7 +316,15 @@ async def faces(request: Request, body: FacesRequest) -> Any:
         job = await _wait(request, FACES, stored)
     except _RequestFailed as exc:
         return _failed(exc)
-    return json.loads((store.data_dir / job.row["output"]).read_text())
+    listed = json.loads((store.data_dir / job.row["output"]).read_text())
+    _forget(request, job)
+    return listed
+
+
+def _forget(request: Request, job: Job) -> None:
+    """A preview or a face list is read once: its row and its file go once it is answered."""
+    for path in _store(request).delete_job(job.id):
+        path.unlink(missing_ok=True)
 
 
 # The server ------------------------------------------------------------------------------------------------

@@ -161,6 +161,26 @@ class JobStore:
         with self.connect(write=False) as db:
             return db.execute("SELECT * FROM assets WHERE id = ? AND user = ?", (asset_id, user)).fetchone()
 
+    def assets(self, user: str) -> list[dict[str, Any]]:
+        """The user's assets, newest first."""
+        with self.connect(write=False) as db:
+            return db.execute("SELECT * FROM assets WHERE user = ? ORDER BY created DESC", (user,)).fetchall()
+
+    def delete_asset(self, user: str, asset_id: str) -> Path | None:
+        """Forget the user's asset; the file to delete (None: there is no such asset of theirs). ValueError while a
+        queued or running job of theirs uses it."""
+        with self.connect() as db:
+            asset = db.execute("SELECT * FROM assets WHERE id = ? AND user = ?", (asset_id, user)).fetchone()
+            if asset is None:
+                return None
+            for row in db.execute("SELECT request FROM jobs WHERE user = ? AND state IN (?, ?)",
+                                  (user, QUEUED, RUNNING)).fetchall():
+                request = json.loads(row["request"])
+                if asset_id in (*request.get("source_ids", ()), request.get("target_id")):
+                    raise ValueError("a job that is queued or running uses it; cancel the job first")
+            db.execute("DELETE FROM assets WHERE id = ?", (asset_id,))
+        return self.asset_path(asset)
+
     def asset_path(self, asset: dict[str, Any]) -> Path:
         return self.assets_dir / f"{asset['id']}{asset['suffix']}"
 
@@ -284,6 +304,19 @@ class JobStore:
             row = db.execute("SELECT worker FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is not None and (worker is None or row["worker"] == worker):
                 self._finish(db, job_id, state, error, exit_code, message)
+
+    def delete_job(self, job_id: str) -> list[Path]:
+        """Forget a finished job; the files to delete (its output, the picture a reference face came from).
+        ValueError while it is queued or running."""
+        with self.connect() as db:
+            row = db.execute("SELECT state, output FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return []
+            if row["state"] not in FINAL_STATES:
+                raise ValueError(f"the job is {row['state']}; cancel it first")
+            db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+        files = [self.scratch_dir / f"{job_id}-reference.png"]
+        return files + ([self.data_dir / row["output"]] if row["output"] else [])
 
     def cancel(self, job_id: str) -> Job | None:
         """A queued job is cancelled at once; a running one is asked to stop (its worker cancels it)."""

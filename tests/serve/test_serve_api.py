@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,7 +152,7 @@ def test_a_target_without_a_face_fails_with_its_exit_code(server: Server, client
     _refused(client.get(f"/v1/jobs/{job['id']}/output"), 409, "NotReady", None)
 
 
-def test_preview_follows_the_options(client: httpx.Client, assets: dict[str, str]) -> None:
+def test_preview_follows_the_options(server: Server, client: httpx.Client, assets: dict[str, str]) -> None:
     body = {"sources": [assets["astronaut"]], "target": assets["grace_hopper"]}
     first = client.post("/v1/preview", json=body)
     assert first.status_code == 200 and first.headers["content-type"] == "image/jpeg"
@@ -163,6 +164,10 @@ def test_preview_follows_the_options(client: httpx.Client, assets: dict[str, str
     assert np.abs(decoded[0] - decoded[1]).mean() < 0.1
     assert np.abs(decoded[0] - decoded[2]).mean() > 1.0
     _refused(client.post("/v1/preview", json={**body, "options": {"target_face_size": -1}}), 422, "UsageError", 2)
+    deadline = time.monotonic() + 10  # a preview is read once: its file goes once it is answered
+    while list((server.data_dir / "scratch").glob("*.jpg")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list((server.data_dir / "scratch").glob("*.jpg"))
 
 
 def test_faces_of_an_image_and_of_a_video_frame(client: httpx.Client, assets: dict[str, str],

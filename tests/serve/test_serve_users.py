@@ -42,6 +42,8 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
             for path in (f"/v1/assets/{source}", f"/v1/jobs/{job['id']}", f"/v1/jobs/{job['id']}/output"):
                 assert as_bob.get(path).status_code == 404
             assert as_bob.post(f"/v1/jobs/{job['id']}/cancel").status_code == 404
+            assert as_bob.delete(f"/v1/jobs/{job['id']}").status_code == 404
+            assert as_bob.delete(f"/v1/assets/{source}").status_code == 404
             stolen = as_bob.post("/v1/jobs", json={"sources": [source], "target": target})
             assert stolen.status_code == 404 and stolen.json()["error"] == "NotFound"
             assert as_bob.get("/v1/jobs").json()["jobs"] == []
@@ -86,3 +88,32 @@ def test_a_live_control_reaches_the_worker_only_with_the_users_own_upload(tmp_pa
     forged = json.dumps({"source_path": "/etc/passwd", "swap": "yes", "selector_mode": "reference", "enhancer": True})
     assert _checked_control(forged, store, "bob") == ({"enhancer": True}, None)
     assert _checked_control("[1]", store, "bob") == (None, "a control is a JSON object")
+
+
+def test_users_see_and_delete_what_they_stored_and_outputs_count_against_storage(tmp_path: Path) -> None:
+    astronaut, _ = samples()
+    with serving(tmp_path / "data", "--max-storage-mb", "1") as server, server.client() as client:
+        photo = upload(client, astronaut)  # 0.85 MB of the 1 MB
+        listed = client.get("/v1/assets").json()
+        assert [asset["id"] for asset in listed["assets"]] == [photo["id"]]
+        assert listed["storage"] == {"bytes": photo["bytes"], "limit_bytes": 1 << 20}
+        job = submit(client, [photo["id"]], photo["id"])
+        busy = client.delete(f"/v1/assets/{photo['id']}")
+        assert busy.status_code == 409 and busy.json()["error"] == "AssetInUse"  # while its job is queued or running
+        ended = finish(client, job["id"])
+        assert ended["state"] == "succeeded"
+        finished = client.post(f"/v1/jobs/{job['id']}/cancel")
+        assert finished.status_code == 409 and finished.json()["error"] == "JobFinished"
+        output = server.data_dir / "outputs" / f"{job['id']}.png"
+        used = client.get("/v1/assets").json()["storage"]["bytes"]
+        assert output.is_file() and used == photo["bytes"] + output.stat().st_size  # the output counts too
+        full = client.post("/v1/jobs", json={"sources": [photo["id"]], "target": photo["id"]})
+        assert full.status_code == 507 and full.json()["error"] == "StorageLimitError"
+        assert client.delete(f"/v1/jobs/{job['id']}").status_code == 204
+        assert not output.exists() and client.get(f"/v1/jobs/{job['id']}").status_code == 404
+        assert client.get("/v1/assets").json()["storage"]["bytes"] == photo["bytes"]
+        assert client.delete(f"/v1/assets/{photo['id']}").status_code == 204
+        assert not list((server.data_dir / "assets").iterdir())  # the file, not only the row
+        assert client.get(f"/v1/assets/{photo['id']}").status_code == 404
+        assert client.delete(f"/v1/assets/{photo['id']}").status_code == 404
+        assert client.get("/v1/assets").json() == {"assets": [], "storage": {"bytes": 0, "limit_bytes": 1 << 20}}
