@@ -22,7 +22,7 @@ from slimfuse.serve.live_socket import router as live_router
 from slimfuse.serve.routes import router
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
-from slimfuse.serve.tokens import connection_user
+from slimfuse.serve.tokens import connection_user, foreign, refusal
 
 STATIC = Path(__file__).parent / "static"
 def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambda: 0) -> FastAPI:
@@ -36,11 +36,13 @@ def create_app(settings: ServeSettings, workers_alive: Callable[[], int] = lambd
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Callable) -> object:
         request.state.user = None
+        problem = foreign(request, settings, app.state.store.has_tokens())
+        if problem is not None:
+            return JSONResponse(error_body("Forbidden", None, problem), status_code=403)
         if request.url.path.startswith("/v1/") and request.url.path != "/v1/health":
             user = connection_user(request, app.state.store, settings)
             if user is None:
-                return JSONResponse(error_body("Unauthorized", None, "a valid bearer token is needed "
-                                               "(Authorization: Bearer TOKEN)"), status_code=401,
+                return JSONResponse(error_body("Unauthorized", None, refusal(request)), status_code=401,
                                     headers={"WWW-Authenticate": "Bearer"})
             request.state.user = user
         return await call_next(request)

@@ -1,14 +1,15 @@
-"""The live page's socket, `/v1/live?source=ASSET&token=TOKEN`: the browser sends its camera's newest frame as a
-binary message (an 8-byte stamp of its choice, then a JPEG), waits for the answer (one frame in flight), and gets
-the swapped frame back with the same stamp.
+"""The live page's socket, `/v1/live?source=ASSET` (the token in the page's cookie or the Authorization header; another
+site's page is refused by its Origin): the browser sends its camera's newest frame as a binary message (an 8-byte
+stamp of its choice, then a JPEG), waits for the answer (one frame in flight), and gets the swapped frame back with
+the same stamp.
 
-The session is planned like a job (the source photo, the client's options, the server's budget) and held in the
-job store while it runs, so its planned peak counts against --memory-budget beside the running jobs: one that
-cannot fit is refused with the reason. The swap runs in a process of its own (slimfuse.serve.live_worker); this
-process only relays, and checks the page's controls (text messages: `{"swap": false}`, `{"selector_mode":
-"many"}`, `{"keep_mouth": false}`, `{"enhancer": false}`, `{"source": ASSET}`) before they reach the worker: a
-source is one of this user's own uploaded images (POST /v1/assets, within --max-upload-mb), another user's is
-answered like a missing one. The worker's lines (`{"ready": ...}`, `{"notice": ...}`) go to the page as text.
+The session is planned like a job (the source photo, the client's options, the server's budget) and held in the job
+store while it runs, so its planned peak counts against --memory-budget beside the running jobs: one that cannot fit
+is refused with the reason. The swap runs in a process of its own (slimfuse.serve.live_worker); this process only
+relays, and checks the page's controls (text messages: `{"swap": false}`, `{"selector_mode": "many"}`,
+`{"keep_mouth": false}`, `{"enhancer": false}`, `{"source": ASSET}`) before they reach the worker: a source is one
+of this user's own uploaded images (POST /v1/assets, within --max-upload-mb), another user's is answered like a
+missing one. The worker's lines (`{"ready": ...}`, `{"notice": ...}`) go to the page as text.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from slimfuse.serve.live_worker import CONTROL, HEADER, STAMP
 from slimfuse.serve.planning import job_options, plan_job
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
-from slimfuse.serve.tokens import connection_user
+from slimfuse.serve.tokens import connection_user, foreign, refusal
 
 router = APIRouter()
 LEASE_S = 10.0
@@ -43,9 +44,13 @@ async def live(socket: WebSocket, source: str, options: str = "{}") -> None:
     store: JobStore = socket.app.state.store
     settings: ServeSettings = socket.app.state.settings
     await socket.accept()
+    problem = foreign(socket, settings, store.has_tokens())
+    if problem is not None:  # a page of another site must not drive a camera session
+        await _refuse(socket, POLICY_VIOLATION, "Forbidden", problem)
+        return
     user = connection_user(socket, store, settings)
     if user is None:
-        await _refuse(socket, POLICY_VIOLATION, "Unauthorized", "a valid token is needed (?token=TOKEN)")
+        await _refuse(socket, POLICY_VIOLATION, "Unauthorized", refusal(socket))
         return
     asset = store.asset(user, source)
     if asset is None or asset["kind"] != "image":

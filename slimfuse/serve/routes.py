@@ -21,6 +21,7 @@ from slimfuse.options import for_audience
 from slimfuse.serve.errors import STATUS_BY_EXIT, ApiError, error_body
 from slimfuse.serve.planning import client_options, job_options, plan_job
 from slimfuse.serve.settings import ServeSettings
+from slimfuse.serve.tokens import COOKIE, request_token
 from slimfuse.serve.store import FACES, FINAL_STATES, PREVIEW, SUCCEEDED, SWAP, Job, JobStore
 from slimfuse.serve.uploads import TooLarge, receive
 
@@ -29,6 +30,8 @@ router = APIRouter(prefix="/v1")
 POLL_S = 0.02
 EVENTS_POLL_S = 0.05
 REQUEST_TIMEOUT_S = 120.0
+SESSION_S = 7 * 24 * 3600
+"""How long the page's cookie is kept."""
 
 
 class Reference(BaseModel):
@@ -346,6 +349,24 @@ def models(request: Request) -> dict[str, Any]:
         listed.append({"name": spec.name, "kind": spec.kind, "state": "present" if present else "missing",
                        "size_mb": round((spec.size or 0) / (1 << 20), 1)})
     return {"models": listed}
+
+
+@router.post("/session", status_code=204, summary="Keep the request's bearer token in an HttpOnly, same-site cookie, "
+             "so the page's images, videos, event streams and live socket need no token in their URLs")
+def start_session(request: Request) -> Response:
+    response = Response(status_code=204)
+    token = request_token(request)
+    if token:  # the open mode has none: nothing to keep
+        response.set_cookie(COOKIE, token, max_age=SESSION_S, httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https", path="/")
+    return response
+
+
+@router.delete("/session", status_code=204, summary="Forget the page's cookie (sign out)")
+def end_session() -> Response:
+    response = Response(status_code=204)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response
 
 
 @router.get("/health", summary="Liveness, workers and the queue (no token needed)")

@@ -73,10 +73,21 @@ class Job:
         shown = {name: self.row[name] for name in JOB_FIELDS}
         request = self.request
         shown["progress"] = _fraction(self.row["done"], self.row["total"], self.state)
+        shown.update(_speed(self.row, self.state))
         shown.update(options=request.get("options", {}), sources=request.get("sources", []),
                      target=request.get("target"), output=self.row["output"] is not None,
                      report=None if self.row["report"] is None else json.loads(self.row["report"]))
         return shown
+
+
+def _speed(row: dict[str, Any], state: str) -> dict[str, float | None]:
+    """Frames per second so far and the seconds left at that pace, while a job runs (None where not known)."""
+    done, total, started = row["done"], row["total"], row["started"]
+    elapsed = None if started is None else time.time() - started
+    if state != RUNNING or not done or not elapsed:
+        return {"fps": None, "eta_seconds": None}
+    fps = done / elapsed
+    return {"fps": round(fps, 2), "eta_seconds": None if not total else round(max(0, total - done) / fps, 1)}
 
 
 def _fraction(done: int, total: int | None, state: str) -> float:

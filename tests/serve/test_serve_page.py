@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from screenshots import shot
-from served import Server, samples, serving, small_clip
+from served import Server, create_token, png_bytes, samples, serving, small_clip
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -77,9 +78,17 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     assert unlabelled == []
     shot(page, "1-empty", tmp_path)
 
-    page.set_input_files("#source-file", str(astronaut))
-    page.wait_for_selector("#source-list img")
-    first = _preview_after(page, lambda: page.set_input_files("#target-file", str(grace_hopper)))
+    wall = tmp_path / "wall.png"  # a source photo without a face: the user takes it out again
+    wall.write_bytes(png_bytes(np.full((96, 128, 3), 120, np.uint8)))
+    page.set_input_files("#source-file", [str(astronaut), str(wall)])
+    page.wait_for_function("document.querySelectorAll('#source-list img').length === 2")
+    page.set_input_files("#target-file", str(grace_hopper))
+    page.wait_for_function("document.getElementById('error').textContent.startsWith('wall.png: no face')")
+    assert page.is_visible("#model-hint")  # only the embedded swapper here: the hint says how to add the others
+    page.wait_for_function("document.querySelectorAll('#uploads tbody tr').length === 3")
+    first = _preview_after(page, lambda: page.click("button[aria-label='Remove wall.png']"))
+    assert page.inner_text("#error") == "" and page.locator("#source-list img").count() == 1
+    page.wait_for_function("document.querySelectorAll('#uploads tbody tr').length === 2")  # its upload is gone too
     page.wait_for_selector("#faces button")
     changed = _preview_after(page, lambda: _set(page, "#target_face_size", "64"))
     assert changed != first
@@ -104,8 +113,9 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     page.keyboard.press("Enter")
     page.wait_for_function("document.getElementById('progress').value === 1")
     assert page.inner_text("#progress-text") == "100%"
-    page.wait_for_selector("#result img")
-    page.wait_for_function("document.querySelector('#result img').naturalWidth === 512")
+    page.wait_for_selector("#result figure:nth-child(2) img")
+    page.wait_for_function("[...document.querySelectorAll('#result img')].every(img => img.naturalWidth === 512)")
+    assert page.locator("#result figcaption").all_inner_texts() == ["Before", "After"]
     page.wait_for_selector("#jobs tbody td.state-succeeded")
     shot(page, "3-result", tmp_path)
     with page.expect_download() as download:
@@ -116,6 +126,10 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
         job = client.get("/v1/jobs").json()["jobs"][0]
         assert job["state"] == "succeeded" and job["reference"] == {"position": 0, "frame": 0}
         assert saved.read_bytes() == client.get(f"/v1/jobs/{job['id']}/output").content
+    assert len(list((server.data_dir / "outputs").glob(f"{job['id']}*"))) == 1
+    page.locator("#jobs tbody tr").first.get_by_role("button", name="Delete").click()
+    page.wait_for_function("document.querySelector('#jobs tbody td.hint')")  # "No jobs yet."
+    assert list((server.data_dir / "outputs").glob(f"{job['id']}*")) == []  # the file, not only the row
 
     clip = small_clip(tmp_path / "clip.mp4", frames=12)
     _preview_after(page, lambda: page.set_input_files("#target-file", str(clip)))
@@ -139,3 +153,22 @@ def test_the_page_from_upload_to_download(server: Server, page, tmp_path: Path) 
     page.set_viewport_size({"width": 400, "height": 900})
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     shot(page, "5-error-narrow", tmp_path)
+
+
+def test_a_token_goes_into_an_httponly_cookie_once_and_never_into_a_url(tmp_path: Path, page) -> None:  # noqa: ANN001
+    data = tmp_path / "data"
+    token = create_token(data, "alice")
+    astronaut, _ = samples()
+    with serving(data) as server:
+        urls: list[str] = []
+        page.on("request", lambda request: urls.append(request.url))
+        page.goto(server.base)
+        page.wait_for_selector("#token-form:not([hidden])")  # the page asks for the token
+        page.fill("#token", token)
+        page.click("#token-form button[type=submit]")
+        page.wait_for_function("!document.getElementById('options-status')")  # the options loaded with the cookie
+        page.set_input_files("#source-file", str(astronaut))
+        page.set_input_files("#target-file", str(astronaut))
+        page.wait_for_selector("#preview:not([hidden])")
+        assert page.evaluate("document.cookie") == "" and page.evaluate("localStorage.length") == 0  # no script sees it
+        assert urls and not any(token in url for url in urls)

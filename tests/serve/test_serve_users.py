@@ -27,9 +27,10 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
     with serving(data, "--max-jobs-per-user", "1", "--max-storage-mb", "1") as server:
         with server.client(token="") as anonymous, server.client(token="sf_wrong") as wrong:
             assert anonymous.get("/v1/health").status_code == 200
-            for client in (anonymous, wrong):
+            for client, says in ((anonymous, "a valid bearer token is needed"), (wrong, "the token is not valid")):
                 refused = client.get("/v1/jobs")
                 assert refused.status_code == 401 and refused.json()["error"] == "Unauthorized"
+                assert refused.json()["message"].startswith(says)  # a wrong token does not read like a missing one
                 assert client.post("/v1/assets", content=astronaut.read_bytes()).status_code == 401
         with server.client(token=alice) as as_alice, server.client(token=bob) as as_bob:
             source, target = upload(as_alice, astronaut)["id"], upload(as_alice, grace_hopper)["id"]
@@ -48,9 +49,15 @@ def test_tokens_separate_users(tmp_path: Path) -> None:
             assert stolen.status_code == 404 and stolen.json()["error"] == "NotFound"
             assert as_bob.get("/v1/jobs").json()["jobs"] == []
             assert finish(as_alice, job["id"])["state"] == "succeeded"
-            assert as_alice.get(f"/v1/jobs/{job['id']}/output", params={"token": alice}).status_code == 200
-            with server.client(token="") as by_query:
-                assert by_query.get(f"/v1/jobs/{job['id']}", params={"token": alice}).status_code == 200
+            with server.client(token="") as by_cookie:
+                # never in a URL (where logs and history keep it); the page keeps it in an HttpOnly cookie
+                assert by_cookie.get(f"/v1/jobs/{job['id']}", params={"token": alice}).status_code == 401
+                session = by_cookie.post("/v1/session", headers={"Authorization": f"Bearer {alice}"})
+                cookie = session.headers["set-cookie"]
+                assert session.status_code == 204 and "HttpOnly" in cookie and "SameSite=strict" in cookie
+                assert by_cookie.get(f"/v1/jobs/{job['id']}/output").status_code == 200
+                assert by_cookie.delete("/v1/session").status_code == 204
+                assert by_cookie.get(f"/v1/jobs/{job['id']}/output").status_code == 401
 
 
 def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
@@ -117,3 +124,20 @@ def test_users_see_and_delete_what_they_stored_and_outputs_count_against_storage
         assert client.get(f"/v1/assets/{photo['id']}").status_code == 404
         assert client.delete(f"/v1/assets/{photo['id']}").status_code == 404
         assert client.get("/v1/assets").json() == {"assets": [], "storage": {"bytes": 0, "limit_bytes": 1 << 20}}
+
+
+def test_the_open_mode_answers_only_its_own_pages_on_loopback(tmp_path: Path) -> None:
+    """Without tokens the server trusts whoever reaches it on loopback: a page of another site (its Origin) or a
+    name rebound to 127.0.0.1 (its Host) must not reach it through the visitor's browser."""
+    astronaut, _ = samples()
+    with serving(tmp_path / "data") as server, server.client() as client:
+        rebound = client.get("/v1/jobs", headers={"Host": "evil.example"})
+        assert rebound.status_code == 403 and rebound.json()["error"] == "Forbidden"
+        assert client.get("/", headers={"Host": "evil.example:7860"}).status_code == 403
+        cross = client.post("/v1/assets", content=astronaut.read_bytes(),
+                            headers={"Origin": "http://evil.example", "Content-Type": "text/plain"})
+        assert cross.status_code == 403 and "not accepted" in cross.json()["message"]
+        assert client.get("/v1/assets").json()["assets"] == []  # nothing was stored
+        own = client.post("/v1/assets", content=astronaut.read_bytes(), headers={"Origin": server.base})
+        assert own.status_code == 201
+        assert client.get("/v1/health", headers={"Host": "localhost"}).status_code == 200

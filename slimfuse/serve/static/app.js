@@ -1,23 +1,19 @@
 "use strict";
 // The slimfuse page: uploads, options, preview, face gallery, a job with its progress, and the list of jobs.
 const $ = (id) => document.getElementById(id);
-const state = { token: localStorage.getItem("slimfuse-token") || "", options: [], sources: [], target: null, reference: null,
+const state = { options: [], sources: [], target: null, reference: null,
                 previewSeq: 0, facesSeq: 0, previewTimer: null, job: null, events: null };
 const FINAL = ["succeeded", "failed", "cancelled"];
 
-function headers(extra = {}) {
-  return state.token ? { ...extra, Authorization: `Bearer ${state.token}` } : extra;
-}
-function withToken(url) {
-  return state.token ? `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(state.token)}` : url;
-}
+// The token goes once, in a header, into the server's HttpOnly cookie (POST /v1/session); every request, image,
+// video and event stream carries it from there, never in a URL.
 function showError(message) {
   const box = $("error");
   box.textContent = message || "";
   box.hidden = !message;
 }
 async function api(method, url, body, raw = false) {
-  const options = { method, headers: headers() };
+  const options = { method, headers: {} };
   if (body instanceof Blob) { options.body = body; options.headers["Content-Type"] = "application/octet-stream"; }
   else if (body !== undefined) { options.body = JSON.stringify(body); options.headers["Content-Type"] = "application/json"; }
   let response;
@@ -47,10 +43,29 @@ async function addSources(files) {
     try {
       const asset = await upload(file);
       state.sources.push(asset);
-      $("source-list").append(thumb(file, "image"));
+      $("source-list").append(sourceThumb(file, asset));
     } catch (err) { showError(err.message); }
   }
   changed();
+  refreshUploads();
+}
+// A source photo can be taken out of the job again (a photo without a face, the wrong person): its upload is
+// deleted too unless a job still uses it.
+function sourceThumb(file, asset) {
+  const holder = Object.assign(document.createElement("span"), { className: "thumb" });
+  const remove = Object.assign(document.createElement("button"), { type: "button", className: "remove",
+                                                                   textContent: "\u00d7" });
+  remove.setAttribute("aria-label", `Remove ${file.name}`);
+  remove.addEventListener("click", async () => {
+    state.sources = state.sources.filter((kept) => kept.id !== asset.id);
+    holder.remove();
+    showError("");
+    await fetch(`/v1/assets/${asset.id}`, { method: "DELETE" });  // 409 while a job uses it: kept for that job
+    changed();
+    refreshUploads();
+  });
+  holder.append(thumb(file, "image"), remove);
+  return holder;
 }
 async function setTarget(file) {
   showError("");
@@ -68,6 +83,7 @@ async function setTarget(file) {
     $("frame_value").textContent = "0";
     loadFaces();
     changed();
+    refreshUploads();
   } catch (err) { showError(err.message); }
 }
 function dropZone(zone, onFiles) {
@@ -199,6 +215,12 @@ async function loadModels() {
   try {
     const { models } = await api("GET", "/v1/models");
     const missing = new Set(models.filter((model) => model.state === "missing").map((model) => model.name));
+    const swappers = models.filter((model) => model.kind === "swapper" && model.name !== "mesh");
+    const held = swappers.filter((model) => model.state !== "missing").length;
+    $("model-hint").hidden = held > 0;
+    $("model-hint").textContent = "Only the embedded mesh swapper is installed on this server. The neural swappers and "
+      + "enhancers (inswapper, hyperswap, GFPGAN, ...) become choices here once the server's operator places their "
+      + "files in its --models-dir (the README's \"Neural models you bring\" says where to get them).";
     for (const select of $("options").querySelectorAll("select")) {
       for (const choice of select.options) {
         if (!missing.has(choice.value)) continue;
@@ -263,9 +285,18 @@ async function loadFaces() {
 }
 
 // Jobs ---------------------------------------------------------------------------------------------------------
-function setProgress(fraction) {
+function setProgress(fraction, job = null) {
   $("progress").value = fraction;
   $("progress-text").textContent = `${Math.round(fraction * 100)}%`;
+  $("progress-detail").textContent = job ? detail(job) : "";
+}
+function detail(job) {
+  const parts = [];
+  if (job.total > 1) parts.push(`frame ${job.done} of ${job.total}`);
+  if (job.fps) parts.push(`${job.fps.toFixed(1)} frames/s`);
+  if (job.eta_seconds !== null && job.eta_seconds !== undefined) parts.push(`about ${Math.ceil(job.eta_seconds)} s left`);
+  if (job.state === "queued") parts.push("waiting for a worker");
+  return parts.join(", ");
 }
 function clearResult() {
   if (state.events) state.events.close();
@@ -285,11 +316,11 @@ async function run() {
 function follow(jobId) {
   if (state.events) state.events.close();
   state.job = jobId;
-  const events = new EventSource(withToken(`/v1/jobs/${jobId}/events`));
+  const events = new EventSource(`/v1/jobs/${jobId}/events`);
   state.events = events;
   events.addEventListener("progress", (event) => {
     const job = JSON.parse(event.data);
-    setProgress(job.progress);
+    setProgress(job.progress, job);
     if (FINAL.includes(job.state)) {
       events.close();
       finished(job);
@@ -303,12 +334,18 @@ function finished(job) {
     showError(job.message || `the job was ${job.state}`);
     return;
   }
-  const url = withToken(`/v1/jobs/${job.id}/output`);
+  const url = `/v1/jobs/${job.id}/output`;
   const video = job.media === "video";
-  const element = document.createElement(video ? "video" : "img");
-  element.src = url;
-  if (video) { element.controls = true; element.muted = true; } else { element.alt = "The swapped result"; }
-  $("result").replaceChildren(element);
+  const figure = (src, caption, alt) => {
+    const element = document.createElement(video ? "video" : "img");
+    element.src = src;
+    if (video) { element.controls = true; element.muted = true; } else { element.alt = alt; }
+    const holder = document.createElement("figure");
+    holder.append(Object.assign(document.createElement("figcaption"), { textContent: caption }), element);
+    return holder;
+  };
+  $("result").replaceChildren(figure(`/v1/assets/${job.target}/content`, "Before", "The target before the swap"),
+                              figure(url, "After", "The swapped result"));
   const link = $("download");
   link.href = url;
   link.hidden = false;
@@ -330,6 +367,7 @@ async function refreshJobs() {
       if (!FINAL.includes(job.state)) actions.append(action("Cancel", async () => { await api("POST", `/v1/jobs/${job.id}/cancel`); refreshJobs(); }));
       else actions.append(action("Retry", async () => { const again = await api("POST", `/v1/jobs/${job.id}/retry`); follow(again.id); refreshJobs(); }));
       if (job.state === "succeeded") actions.append(action("Show", () => { setProgress(1); finished(job); }));
+      if (FINAL.includes(job.state)) actions.append(action("Delete", async () => { await api("DELETE", `/v1/jobs/${job.id}`, undefined, true); if (state.job === job.id) clearResult(); refreshJobs(); refreshUploads(); }));
       row.append(actions);
       return row;
     });
@@ -343,6 +381,29 @@ async function refreshJobs() {
       rows.push(row);
     }
     $("jobs").tBodies[0].replaceChildren(...rows);
+  } catch (err) { /* the error line keeps the last user action's error */ }
+}
+async function refreshUploads() {
+  try {
+    const { assets, storage } = await api("GET", "/v1/assets");
+    const mb = (bytes) => (bytes / 1048576).toFixed(1);
+    $("storage").textContent = `${mb(storage.bytes)} MB of your ${mb(storage.limit_bytes)} MB in use (uploads and outputs).`;
+    const rows = assets.map((asset) => {
+      const row = document.createElement("tr");
+      const when = new Date(asset.created * 1000).toLocaleString();
+      for (const text of [asset.name, asset.kind, `${mb(asset.bytes)} MB`, when]) {
+        row.append(Object.assign(document.createElement("td"), { textContent: text }));
+      }
+      const actions = document.createElement("td");
+      actions.append(action("Delete", async () => {
+        await api("DELETE", `/v1/assets/${asset.id}`, undefined, true);
+        state.sources = state.sources.filter((kept) => kept.id !== asset.id);
+        refreshUploads();
+      }));
+      row.append(actions);
+      return row;
+    });
+    $("uploads").tBodies[0].replaceChildren(...rows);
   } catch (err) { /* the error line keeps the last user action's error */ }
 }
 function action(label, handler) {
@@ -360,6 +421,7 @@ async function start() {
   } catch (err) { showError(err.message); return; }
   loadModels();
   refreshJobs();
+  refreshUploads();
 }
 
 // Wiring -------------------------------------------------------------------------------------------------------
@@ -373,10 +435,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("frame").addEventListener("input", (event) => { $("frame_value").textContent = event.target.value; });
   $("frame").addEventListener("change", () => { loadFaces(); changed(); });
   $("run").addEventListener("click", run);
-  $("token-form").addEventListener("submit", (event) => {
+  $("token-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    state.token = $("token").value.trim();
-    localStorage.setItem("slimfuse-token", state.token);
+    const response = await fetch("/v1/session", { method: "POST",
+                                                  headers: { Authorization: `Bearer ${$("token").value.trim()}` } });
+    $("token").value = "";
+    if (!response.ok) { showError((await response.json()).message); return; }
     $("token-form").hidden = true;
     showError("");
     start();

@@ -11,7 +11,15 @@ window.liveStats = stats;
 let socket = null;
 
 function token() {
-  return $("token").value.trim() || params.get("token") || localStorage.getItem("slimfuse-token") || "";
+  return $("token").value.trim();
+}
+
+// A token typed here goes once, in a header, into the server's HttpOnly cookie: the socket and later requests
+// carry it from there, never in a URL.
+async function session() {
+  if (!token()) return;
+  const response = await fetch("/v1/session", { method: "POST", headers: { Authorization: `Bearer ${token()}` } });
+  if (!response.ok) throw new Error((await response.json()).message || response.statusText);
 }
 
 function fail(message) {
@@ -105,12 +113,13 @@ async function start() {
   $("error").hidden = true;
   $("start").disabled = true;
   try {
+    await session();
     const source = await uploadSource();
     const video = $("camera");
     video.srcObject = await navigator.mediaDevices.getUserMedia({ video: { width: 640, height: 480 } });
     await video.play(); // headless browsers start only a visible, played video
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const query = new URLSearchParams({ source, ...(token() ? { token: token() } : {}) });
+    const query = new URLSearchParams({ source });
     socket = new WebSocket(`${scheme}://${location.host}/v1/live?${query}`);
     socket.binaryType = "arraybuffer";
     const grab = document.createElement("canvas");
