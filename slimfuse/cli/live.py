@@ -65,12 +65,14 @@ def run(args: argparse.Namespace) -> int:
     from slimfuse.live.inputs import InputOptions
     from slimfuse.live.controls import Controls
     from slimfuse.live.keys import HELP, TerminalKeys
-    from slimfuse.live.outputs import open_output
+    from slimfuse.live.outputs import check_output, open_output
     from slimfuse.live.session import LiveOptions, LiveResult, LiveSession
     from slimfuse.live.stats import Snapshot, status_line
     from slimfuse.pipeline.run import SourceImage, build_run
 
     config = config_from_args(args)
+    for spec in args.outputs:  # a file in a missing folder: before the camera and the models, not after the start
+        check_output(spec)
     faces = [[SourceImage.read(path)] for path in args.switch_sources]  # a missing or unreadable photo: before any model
     options = LiveOptions(latency_budget_ms=args.live_latency_budget_ms, ladder=args.live_ladder,
                           duration=args.duration, max_frames=args.max_frames)

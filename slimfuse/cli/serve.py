@@ -18,15 +18,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="the job store, uploads and outputs (default ./slimfuse-data)")
     parser.add_argument("--memory-budget", type=float, default=None, metavar="MB",
                         help="jobs run at once while their planned peaks fit in this many MB")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (each keeps its models loaded)")
-    parser.add_argument("--max-upload-mb", type=float, default=200)
-    parser.add_argument("--retention-hours", type=float, default=24,
-                        help="uploads and outputs older than this are removed")
-    parser.add_argument("--max-storage-mb", type=float, default=2000, help="each user's uploads and outputs")
-    parser.add_argument("--max-jobs-per-user", type=int, default=8, help="each user's jobs queued or running")
+    parser.add_argument("--workers", type=int, default=2, metavar="N",
+                        help="worker processes (each keeps its models loaded; default 2)")
+    parser.add_argument("--max-upload-mb", type=float, default=200, metavar="MB",
+                        help="the largest upload (default 200)")
+    parser.add_argument("--retention-hours", type=float, default=24, metavar="H",
+                        help="uploads and outputs older than this are removed (default 24)")
+    parser.add_argument("--max-storage-mb", type=float, default=2000, metavar="MB",
+                        help="each user's uploads and outputs together (default 2000)")
+    parser.add_argument("--max-jobs-per-user", type=int, default=8, metavar="N",
+                        help="each user's jobs queued or running (default 8)")
     parser.add_argument("--lease-seconds", type=float, default=10.0, help=argparse.SUPPRESS)
     add_common_options(parser)
-    actions = parser.add_subparsers(dest="serve_action", metavar="token")
+    actions = parser.add_subparsers(dest="serve_action", metavar="[token create NAME]",
+                                    title="optional action (without one, the server runs)")
     token = actions.add_parser("token", help="manage bearer tokens")
     token_actions = token.add_subparsers(dest="token_action", required=True, metavar="create")
     create = token_actions.add_parser("create", help="make a token for a user and print it (stored hashed)")

@@ -188,10 +188,18 @@ class LiveInput:
             self._clock = at + 1 / (self.rate or 30.0)
 
     def _why(self, exc: BaseException) -> str:
+        if self.frames == 0 and isinstance(exc, av.error.ExitError):  # the open timeout's interrupt
+            return (f"nothing arrived within {self.options.open_timeout:g} s (is the stream being sent, to this "
+                    "address and port?)")
         if self.frames == 0 and not isinstance(exc, IndexError):
-            return f"cannot open the live input ({exc})"
+            return f"cannot open the live input ({_problem(exc)})"
         if isinstance(exc, IndexError):
             return "the input holds no video stream"
         if isinstance(exc, av.error.ExitError):  # the read timeout's interrupt
             return f"the {self.kind} stopped after {self.frames} frames (no data for {self.options.timeout:g} s)"
-        return f"the {self.kind} stopped after {self.frames} frames ({exc})"
+        return f"the {self.kind} stopped after {self.frames} frames ({_problem(exc)})"
+
+
+def _problem(exc: BaseException) -> str:
+    """An FFmpeg error as a user reads it: its text, without FFmpeg's internal error number."""
+    return str(getattr(exc, "strerror", None) or exc)

@@ -7,12 +7,14 @@ to any container format PyAV knows, which is how the tests see what a loopback d
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 from typing import Protocol
 
 import av
 import numpy as np
 
-from slimfuse.errors import LiveOutputError
+from slimfuse.atomic import check_destination
+from slimfuse.errors import LiveOutputError, SlimfuseError
 
 TIME_BASE = Fraction(1, 1000)
 """Output timestamps are the input frames' arrival times, in milliseconds."""
@@ -83,6 +85,17 @@ class RawOutput(_PyAVOutput):
 
     def __init__(self, spec: str, size: tuple[int, int], fps: float, container_format: str = "v4l2") -> None:
         super().__init__(spec, container_format, "rawvideo", size, fps, {})
+
+
+def check_output(spec: str) -> None:
+    """What can be checked of an output before the session starts: a file's folder exists and is writable (a URL
+    or a device is only known once it is opened)."""
+    if "://" in spec or spec.startswith("/dev/video"):
+        return
+    try:
+        check_destination(Path(spec))
+    except SlimfuseError as exc:
+        raise LiveOutputError(spec, exc.detail or exc.problem) from None
 
 
 def open_output(spec: str, size: tuple[int, int], fps: float) -> LiveOutput:

@@ -43,3 +43,26 @@ def test_a_missing_switch_source_is_exit_3_before_any_model(capsys: pytest.Captu
 def test_a_negative_reconnect_is_a_usage_error(capsys: pytest.CaptureFixture[str], astronaut_path: Path) -> None:
     assert main(["live", "-s", str(astronaut_path), "--reconnect", "-1"]) == 2
     assert re.search(r"--reconnect: must be 0 or more, got -1; see slimfuse live --help$", capsys.readouterr().err.strip())
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_the_session(capsys: pytest.CaptureFixture[str],
+                                                                       tmp_path: Path, astronaut_path: Path) -> None:
+    output = tmp_path / "missing" / "live.mkv"
+    assert main(["live", "-s", str(astronaut_path), "--input", str(astronaut_path), "--output", str(output)]) == 35
+    assert capsys.readouterr().err.strip() == f"slimfuse: {output}: output directory {output.parent} does not exist"
+
+
+def test_a_silent_stream_says_that_nothing_arrived() -> None:
+    """A UDP address nothing is sent to: one plain line, not FFmpeg's interrupt ('Immediate exit requested')."""
+    from streams import free_udp_port
+
+    from slimfuse.live.inputs import InputOptions, LiveInput
+    from slimfuse.live.slot import LatestSlot
+
+    url = f"udp://127.0.0.1:{free_udp_port()}"
+    silent = LiveInput(url, LatestSlot(), InputOptions(timeout=1.0, open_timeout=1.0)).start()
+    assert silent.opened.wait(30)
+    silent.stop()
+    assert silent.error is not None and silent.frames == 0
+    assert silent.error.message == (f"{url}: nothing arrived within 1 s (is the stream being sent, to this address "
+                                    "and port?)")

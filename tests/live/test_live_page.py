@@ -107,6 +107,8 @@ def test_the_browser_camera_comes_back_swapped_and_follows_the_controls(
         page.uncheck("#mouth")
         _said(page, "mouth: swapped with the face")
         notices = page.evaluate("() => window.liveStats.notices")
+        page.click("#stop")
+        stopped = page.inner_text("#notice")
     people = {"astronaut": _identity(pool, astronaut), "grace_hopper": _identity(pool, grace_hopper)}
     assert swapped.shape == (480, 640, 3)
     assert who(_identity(pool, swapped), people) == "astronaut"
@@ -115,6 +117,7 @@ def test_the_browser_camera_comes_back_swapped_and_follows_the_controls(
     assert notices == ["swap off", "swap on", "big.png: the upload is larger than --max-upload-mb 1 MB",
                        "source face 2 of 2: grace_hopper.jpg", "face selector mode many",
                        "mouth: swapped with the face"], notices
+    assert stopped == ""  # the last session's line does not stay after Stop
     assert stats["fps"] > 3 and 0 < stats["p50"] <= stats["p95"] < 1000, stats
     print(f"browser round trip: {stats}")
 

@@ -148,6 +148,7 @@ function stop() {
   const video = $("camera");
   if (video.srcObject) video.srcObject.getTracks().forEach((track) => track.stop());
   $("state").textContent = "Stopped.";
+  $("notice").textContent = "";  // the last session's line is not this one's
   $("start").disabled = false;
   $("stop").disabled = true;
 }
