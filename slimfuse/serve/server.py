@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from slimfuse.errors import UsageError
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
@@ -30,10 +32,31 @@ class Supervisor:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        self.store.requeue_worker(None)  # jobs that were running when the server stopped are run again
+        self._settle_previous_workers()
         for index in range(self.settings.workers):
             self._spawn(f"worker-{os.getpid()}-{index + 1}")
         self._thread.start()
+
+    def _settle_previous_workers(self) -> None:
+        """The workers a previous server of this data dir left: one still finishing a job (its server was killed)
+        keeps it, so no finished frame is thrown away, and stops by itself after it; any other that still runs is
+        stopped. The jobs of workers that are gone go back to the queue."""
+        for worker in self.store.workers():
+            process = _worker_process(worker["pid"], self.settings.data_dir)
+            if process is not None and worker["job"] is not None:
+                print(f"slimfuse: worker pid {worker['pid']} of a previous server is finishing job {worker['job']}; "
+                      "it stops after it", file=sys.stderr, flush=True)
+                continue
+            if process is not None:
+                print(f"slimfuse: stopping worker pid {worker['pid']} of a previous server", file=sys.stderr, flush=True)
+                process.terminate()
+                try:
+                    process.wait(STOP_WAIT_S)
+                except psutil.TimeoutExpired:
+                    process.kill()
+            self.store.remove_worker(worker["name"])
+            self.store.requeue_worker(worker["name"])
+        self.store.requeue_orphaned()
 
     def alive(self) -> int:
         with self._lock:
@@ -85,6 +108,19 @@ class Supervisor:
             if time.monotonic() - swept >= SWEEP_EVERY_S:
                 swept = time.monotonic()
                 sweep(self.store, self.settings.retention_hours)
+
+
+def _worker_process(pid: int, data_dir: Path) -> psutil.Process | None:
+    """The process `pid` when it is a worker of this data dir (a pid may have been reused by another program)."""
+    try:
+        process = psutil.Process(pid)
+        command = process.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+    if "slimfuse.serve.worker" not in command or "--data-dir" not in command:
+        return None
+    given = Path(command[command.index("--data-dir") + 1])
+    return process if given.resolve() == data_dir.resolve() else None
 
 
 def sweep(store: JobStore, retention_hours: float) -> list[Path]:

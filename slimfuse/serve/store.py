@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     created REAL NOT NULL, started REAL, finished REAL, worker TEXT, lease_until REAL,
     attempts INTEGER NOT NULL DEFAULT 0, error TEXT, exit_code INTEGER, message TEXT, report TEXT,
     output TEXT, output_bytes INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS workers (name TEXT PRIMARY KEY, pid INTEGER NOT NULL, started REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (state, priority, created);
 CREATE INDEX IF NOT EXISTS jobs_user ON jobs (user, created);
 """
@@ -339,12 +340,39 @@ class JobStore:
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return None if row is None else Job(row)
 
+    # Workers -----------------------------------------------------------------------------------------------
+
+    def add_worker(self, name: str, pid: int) -> None:
+        with self.connect() as db:
+            db.execute("INSERT OR REPLACE INTO workers (name, pid, started) VALUES (?, ?, ?)", (name, pid, time.time()))
+
+    def remove_worker(self, name: str) -> None:
+        with self.connect() as db:
+            db.execute("DELETE FROM workers WHERE name = ?", (name,))
+
+    def workers(self) -> list[dict[str, Any]]:
+        """The worker processes that said they serve this store, each with the job it runs (None: idle)."""
+        with self.connect(write=False) as db:
+            return db.execute("SELECT w.name, w.pid, (SELECT id FROM jobs j WHERE j.worker = w.name AND j.state = ? "
+                              "AND j.lease_until >= ?) AS job FROM workers w", (RUNNING, time.time())).fetchall()
+
     def requeue_worker(self, worker: str | None) -> int:
         """Put the running jobs of a worker that died (None: of every worker, at start-up) back in the queue;
         returns how many."""
         with self.connect() as db:
             cursor = db.execute("UPDATE jobs SET state = ?, worker = NULL, lease_until = NULL, done = 0 "
                                 "WHERE (worker = ? OR ? IS NULL) AND state = ?", (QUEUED, worker, worker, RUNNING))
+            return cursor.rowcount
+
+    def requeue_orphaned(self) -> int:
+        """Put back in the queue the running jobs no registered worker holds (their worker is gone); live sessions
+        of a server that stopped end."""
+        with self.connect() as db:
+            db.execute("UPDATE jobs SET state = ?, finished = ?, lease_until = NULL, message = ? WHERE kind = ? AND "
+                       "state = ?", (CANCELLED, time.time(), "the server stopped", LIVE, RUNNING))
+            cursor = db.execute("UPDATE jobs SET state = ?, worker = NULL, lease_until = NULL, done = 0 WHERE state = ? "
+                                "AND kind != ? AND (worker IS NULL OR worker NOT IN (SELECT name FROM workers))",
+                                (QUEUED, RUNNING, LIVE))
             return cursor.rowcount
 
     def expire(self, before: float) -> list[Path]:

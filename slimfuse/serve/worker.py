@@ -16,6 +16,7 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,6 +41,8 @@ IDLE_POLL_S = 0.05
 PROGRESS_EVERY_S = 0.1
 # Previews are scaled down to at most this many pixels on their longer side.
 PREVIEW_PX = 960
+# How often a worker checks that its server still runs (seconds).
+PARENT_POLL_S = 0.5
 # Workers run at a lower priority than the API process, so status calls are answered at once while jobs run.
 NICENESS = 10
 
@@ -61,17 +64,24 @@ class Worker:
         self._kept = KeptSwapper()
 
     def serve(self, stop: threading.Event) -> None:
+        """Claim and run jobs until `stop` is set, or until the server that started this worker is gone: then
+        the job it runs is finished (its frames are not thrown away) and no other is claimed."""
         remove_stale(self.store.outputs_dir)  # outputs half-written by a worker that was killed
-        while not stop.is_set():
-            job = self.store.claim(self.name, self.lease_seconds, self.budget_bytes)
-            if job is None:
-                stop.wait(IDLE_POLL_S)
-                continue
-            try:
-                self.run(job)
-            except KeyboardInterrupt:  # SIGTERM: the job goes back to the queue for another worker
-                self.store.requeue_worker(self.name)
-                raise
+        self.store.add_worker(self.name, os.getpid())
+        threading.Thread(target=_watch_parent, args=(os.getppid(), stop), name="slimfuse-parent", daemon=True).start()
+        try:
+            while not stop.is_set():
+                job = self.store.claim(self.name, self.lease_seconds, self.budget_bytes)
+                if job is None:
+                    stop.wait(IDLE_POLL_S)
+                    continue
+                try:
+                    self.run(job)
+                except KeyboardInterrupt:  # SIGTERM: the job goes back to the queue for another worker
+                    self.store.requeue_worker(self.name)
+                    raise
+        finally:
+            self.store.remove_worker(self.name)
 
     def run(self, job: Job) -> None:
         beating = threading.Event()
@@ -203,6 +213,15 @@ class Worker:
         data = json.dumps({"faces": faces, "width": rgb.shape[1], "height": rgb.shape[0]}).encode()
         write_bytes_atomic(self.store.data_dir / relative, data, durable=False)
         return {"faces": len(faces), "output": relative, "output_bytes": len(data)}
+
+
+def _watch_parent(parent: int, stop: threading.Event) -> None:
+    """Set `stop` once the process that started this one is gone (this one is then another's child)."""
+    while not stop.wait(PARENT_POLL_S):
+        if os.getppid() != parent:
+            print(f"slimfuse: worker {os.getpid()}: its server is gone; it finishes the job it runs and stops",
+                  file=sys.stderr, flush=True)
+            stop.set()
 
 
 def hide_paths(message: str, folders: Sequence[Path]) -> str:

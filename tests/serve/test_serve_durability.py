@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,7 +12,7 @@ from typing import Any
 
 import av
 import httpx
-from served import Server, events, finish, samples, serving, small_clip, submit, upload
+from served import Server, child_env, events, finish, samples, serving, small_clip, submit, upload
 
 from slimfuse.serve.store import JobStore
 
@@ -89,3 +92,40 @@ def test_sigterm_stops_the_server_and_puts_the_running_job_back(tmp_path: Path) 
     stored = JobStore(tmp_path / "data").job(job["id"])
     assert stored is not None and stored.state == "queued" and stored.row["output"] is None
     assert list((tmp_path / "data" / "outputs").iterdir()) == []
+
+
+def test_a_killed_servers_worker_finishes_its_job_and_a_restarted_server_stops_the_others(tmp_path: Path) -> None:
+    """kill -9 of the server alone: its worker takes no new job, finishes the running one (no frame thrown away:
+    one attempt) and stops; the restarted server leaves that job to it, runs its own --workers and stops a worker
+    of the data dir that no server runs."""
+    data = tmp_path / "data"
+    clip = small_clip(tmp_path / "clip.mp4", frames=CLIP_FRAMES)
+    with serving(data) as server, server.client() as client:
+        source, video, image = (upload(client, path)["id"] for path in (samples()[0], clip, samples()[1]))
+        running = submit(client, [source], video)
+        _wait_running(client, running["id"])
+        (orphan,) = server.workers()
+        server.process.kill()  # the server alone, as `kill -9` does
+        server.process.wait(30)
+    stray = subprocess.Popen([sys.executable, "-m", "slimfuse.serve.worker", "--data-dir", str(data), "--name",
+                              "stray", "--lease-seconds", "2"], env=child_env())  # idle, of no server
+    _wait_registered(data, "stray")
+    with serving(data) as server, server.client() as client:
+        assert stray.wait(30) is not None  # stopped by the restarted server
+        assert len(server.workers()) == 1 and client.get("/v1/health").json()["workers"] == 1
+        queued = submit(client, [source], image)
+        ended = finish(client, running["id"])
+        assert ended["state"] == "succeeded" and ended["attempts"] == 1  # finished by the orphan, never restarted
+        _assert_whole_output(server, client, running["id"], tmp_path)
+        orphan.wait(30)  # it stops after its job (psutil.TimeoutExpired if it does not)
+        assert not orphan.is_running()
+        assert finish(client, queued["id"])["state"] == "succeeded"
+        assert JobStore(data).job(queued["id"]).row["worker"] != "stray"
+
+
+def _wait_registered(data: Path, name: str) -> None:
+    store = JobStore(data)
+    deadline = time.monotonic() + 60
+    while name not in {worker["name"] for worker in store.workers()}:
+        assert time.monotonic() < deadline, f"worker {name} never started"
+        time.sleep(0.1)
