@@ -28,6 +28,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         help="each user's uploads and outputs together (default 2000)")
     parser.add_argument("--max-jobs-per-user", type=int, default=8, metavar="N",
                         help="each user's jobs queued or running (default 8)")
+    parser.add_argument("--ray", default=None, metavar="auto|ADDRESS",
+                        help="run the jobs on Ray actors across a cluster (the ray extra; auto: this machine's "
+                        "cluster, or a new local one); --workers actors, at most one per CPU of the cluster")
     parser.add_argument("--lease-seconds", type=float, default=10.0, help=argparse.SUPPRESS)
     add_common_options(parser)
     actions = parser.add_subparsers(dest="serve_action", metavar="[token create NAME]",
@@ -61,5 +64,5 @@ def run(args: argparse.Namespace) -> int:
                              memory_budget_mb=args.memory_budget, workers=args.workers,
                              max_upload_mb=args.max_upload_mb, retention_hours=args.retention_hours,
                              max_storage_mb=args.max_storage_mb, max_jobs_per_user=args.max_jobs_per_user,
-                             lease_seconds=args.lease_seconds, models_dir=args.models_dir)
+                             lease_seconds=args.lease_seconds, models_dir=args.models_dir, ray=args.ray)
     return serve(settings)

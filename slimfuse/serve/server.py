@@ -8,12 +8,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from slimfuse.errors import UsageError
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import JobStore
+
+if TYPE_CHECKING:  # Ray is imported only when the server runs on it
+    from slimfuse.serve.ray_dispatch import RayDispatcher
 
 WATCH_EVERY_S = 0.25
 SWEEP_EVERY_S = 60.0
@@ -144,12 +148,19 @@ def serve(settings: ServeSettings) -> int:
     if not settings.loopback and not store.has_tokens():
         raise UsageError(detail=f"--host {settings.host}: binding beyond loopback needs tokens; create one with "
                                 f"`slimfuse serve token create NAME --data-dir {settings.data_dir}`")
-    supervisor = Supervisor(settings, store)
+    supervisor: Supervisor | RayDispatcher
+    if settings.ray is None:
+        supervisor = Supervisor(settings, store)
+    else:
+        from slimfuse.serve.ray_dispatch import RayDispatcher
+
+        supervisor = RayDispatcher(settings, store, settings.ray)
     supervisor.start()
     try:
         app = create_app(settings, supervisor.alive)
+        where = "" if settings.ray is None else f" on Ray ({settings.ray})"
         print(f"slimfuse: serving http://{settings.host}:{settings.port}/ (data in {settings.data_dir}, "
-              f"{settings.workers} workers)", file=sys.stderr, flush=True)
+              f"{supervisor.alive()} workers{where})", file=sys.stderr, flush=True)
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
                     timeout_graceful_shutdown=STOP_WAIT_S)  # open event streams do not hold a shutdown up
     finally:

@@ -22,6 +22,8 @@ class ServeSettings:
     """Each user's jobs queued or running at once."""
     lease_seconds: float = 10.0
     models_dir: Path | None = None
+    ray: str | None = None
+    """Run jobs on Ray actors (`auto` or a cluster's address) instead of local worker processes."""
 
     @property
     def max_upload_bytes(self) -> int:
