@@ -77,7 +77,14 @@ def _add_serve_parser(kinds: argparse._SubParsersAction) -> None:
     serve.add_argument("--users", default="1,4,8", help="concurrent users of each level, comma-separated")
     serve.add_argument("--workers", type=_positive_int, default=2, help="the server's worker processes")
     serve.add_argument("--memory-budget", type=float, default=1500, metavar="MB", help="the server's --memory-budget")
+    serve.add_argument("--open-loop", action="store_true",
+                       help="instead: users arriving at a fixed rate (--arrivals over --seconds), each uploading and "
+                       "submitting an image job, on local workers and on a two-node Ray cluster of this machine")
+    serve.add_argument("--arrivals", type=_positive_int, default=50, help="users of the open-loop load (default 50)")
+    serve.add_argument("--seconds", type=float, default=120.0, help="the open-loop load's length (default 120)")
+    serve.add_argument("--no-ray", dest="ray", action="store_false", help="leave out the open-loop load's Ray run")
     _add_json(serve)
+    _add_plot(serve, "the open-loop load's job latencies")
     add_common_options(serve)
 
 
@@ -115,6 +122,13 @@ def _positive_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.kind == "memory":
         return _run_memory(args)
+    if args.kind == "serve" and args.open_loop:
+        from slimfuse.bench import serve_load
+
+        rows = serve_load.run(users=args.arrivals, seconds=args.seconds, workers=args.workers,
+                              memory_budget=args.memory_budget, ray=args.ray, json_path=args.json,
+                              plot_path=args.plot)
+        return 0 if all(row.lost == 0 for row in rows) else 1
     if args.kind == "serve":
         from slimfuse.bench import serve
 
