@@ -47,10 +47,14 @@ def test_a_slow_consumer_drops_frames_and_latency_stays_bounded(tmp_path: Path, 
     run.close()
 
     assert result.error is None and result.ended == "the input ended" and result.input_frames == 90
-    assert result.written == len(slow.numbers) <= 3 / CONSUMER_S + 2
+    assert result.written == len(slow.numbers) <= result.seconds / CONSUMER_S + 2  # one write per 250 ms at most
     assert result.dropped_output >= result.processed - result.written - 1 > 0  # each frame the consumer missed
     assert result.processed + result.dropped_input == 90
-    assert result.latency["latency_p95_ms"] is not None and result.latency["latency_p95_ms"] < 2.5 * CONSUMER_S * 1000
+    # Bounded, not growing with the frames behind: a frame waits for at most one frame being processed and one
+    # being written before its own turn at each (a queue would have it wait for all of them: seconds by the end).
+    latency, processing = result.latency["latency_p95_ms"], result.latency["processing_max_ms"]
+    assert latency is not None and processing is not None
+    assert latency < 2.5 * CONSUMER_S * 1000 + 2 * processing, result.latency
     assert slow.numbers == sorted(set(slow.numbers)) and slow.numbers[-1] >= 85
     raw = np.fromfile(seam, np.uint8).reshape(-1, 480 * 3 // 2, 640)
     assert len(raw) == result.written  # a loopback device would have got the same frames

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _live(*args: str | Path, stdin: int = subprocess.DEVNULL) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     return subprocess.Popen([sys.executable, "-m", "slimfuse", "live", *map(str, args)], env=env, text=True,
                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -196,7 +196,9 @@ def test_a_stream_that_does_not_come_back_within_reconnect_ends_with_exit_34(tmp
     assert len(said) == 2 and said[0].startswith(f"slimfuse: warning: {url}: input lost: the stream stopped"), said
     assert said[1].startswith(f"slimfuse: {url}: the stream stopped after ")
     assert said[1].endswith("frames (no data for 1 s); it did not come back within 2 s"), said
-    assert 2 <= time.monotonic() - begun < 20
+    # It gave up only after the reconnect window (2 s, which begins after the 1 s without data): no upper bound
+    # on the wait, a busy machine may take its time to wind down (live.wait above is the guard against a hang).
+    assert time.monotonic() - begun >= 2
     assert data["ok"] is False and data["error"]["exit_code"] == 34 and data["reconnects"] == 0
 
 

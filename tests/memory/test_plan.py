@@ -13,6 +13,8 @@ from slimfuse.errors import MemoryBudgetError
 from slimfuse.memory.plan import MB, PLANNED_SHARE, MemoryPlan, ModelNeed, model_need, plan_memory
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.store import Store
+from slimfuse.memory.probe import ProcessMemory
+from slimfuse.pipeline import plan as pipeline_plan
 from slimfuse.pipeline.chain import ChainSpec
 from slimfuse.pipeline.run import run_models
 
@@ -77,13 +79,19 @@ def test_activations_follow_the_models_input() -> None:
 
 
 def test_the_swap_refuses_a_budget_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                                   astronaut_path: Path, grace_hopper_path: Path) -> None:
+                                                   astronaut_path: Path, grace_hopper_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The plan's baseline is the process's RSS when the run starts: here the test process's, which is whatever the
+    # tests before left and may grow between the two runs. A fixed one makes the stated minimum exactly enough.
+    baseline = 400 * MB
+    monkeypatch.setattr(pipeline_plan, "process_memory", lambda: ProcessMemory(baseline, baseline, baseline))
     output, report = tmp_path / "out.jpg", tmp_path / "run.json"
     args = ["swap", "-s", str(astronaut_path), "-t", str(grace_hopper_path), "-o", str(output), "--report",
             str(report)]
     assert main([*args, "--memory-budget", "1"]) == 41
     error = capsys.readouterr().err
     assert "--memory-budget 1 MB is too small for this job: it needs at least" in error and not output.exists()
+    assert "400 MB already in use" in error  # the fixed baseline is the one planned with
     written = json.loads(report.read_text())
     assert written["error"]["exit_code"] == 41 and written["pool"] is None and written["stages"] == []
     smallest = int(error.split("needs at least ")[1].split(" MB")[0])

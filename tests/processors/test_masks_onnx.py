@@ -83,7 +83,9 @@ def test_occluder_masks_are_the_models_mask_at_each_crops_size(tmp_path: Path, g
         assert session.batches == runs
     soft = Occluder(_occluder(tmp_path), OccluderOptions()).masks([_face_crop(astronaut, 512)
                                                                    * np.uint8(0) + np.uint8(255)])[0]
-    assert soft.shape == (512, 512) and soft.min() == 1.0  # all visible stays all visible at any size
+    # all visible stays all visible at any size (up to the float rounding of the resize and blur, which differs
+    # with the CPU's vector paths)
+    assert soft.shape == (512, 512) and soft.min() >= 1.0 - 1e-5
 
 
 def test_soft_occlusion_edges_stay_inside_the_visible_area(tmp_path: Path, astronaut: np.ndarray) -> None:
@@ -91,7 +93,7 @@ def test_soft_occlusion_edges_stay_inside_the_visible_area(tmp_path: Path, astro
     crop[..., 0] = 0
     crop[96:288, 96:288, 0] = 255
     mask = Occluder(_occluder(tmp_path), OccluderOptions()).masks([crop])[0]
-    assert mask[192, 192] == 1.0 and mask[:90].max() == 0.0 and mask[:, :90].max() == 0.0
+    assert mask[192, 192] == pytest.approx(1.0, abs=1e-5) and mask[:90].max() == 0.0 and mask[:, :90].max() == 0.0
     assert 0.0 < mask[100, 192] < 1.0  # a soft edge just inside the rectangle
 
 
@@ -120,7 +122,8 @@ def test_region_mask_at_another_crop_size(tmp_path: Path, astronaut: np.ndarray)
     crop[..., 0] = 0  # background everywhere but a block of skin
     crop[64:192, 64:192, 0] = 10
     mask = FaceParser(_parser(tmp_path), ParserOptions(regions=("skin",))).masks([crop])[0]
-    assert mask.shape == (256, 256) and mask[128, 128] == 1.0 and mask[:56].max() == 0.0
+    # Fully on inside (0.9999999 where OpenCV runs without its AVX/SSE4 paths), exactly off outside.
+    assert mask.shape == (256, 256) and mask[128, 128] == pytest.approx(1.0, abs=1e-5) and mask[:56].max() == 0.0
     eyes_only = FaceParser(_parser(tmp_path), ParserOptions(regions=("left-eye", "right-eye"))).masks([crop])[0]
     assert eyes_only.max() == 0.0
 
