@@ -4,7 +4,11 @@
 ONNX Runtime has no environment variable for that. Put this folder first on PYTHONPATH and Python imports this
 module at start-up, in the test process and in every `python -m slimfuse ...` it spawns:
 
-    PYTHONPATH=tests/narrow:. python -m pytest -q -p no:cacheprovider
+    PYTHONPATH=tests/narrow:. SLIMFUSE_HOME=/tmp/narrow-home python -m pytest -q -p no:cacheprovider
+
+with a store of its own (models/, sources/ and bench-standins/ linked in from the usual one): a large model is
+prepared for this CPU once and kept under $SLIMFUSE_HOME/prepared (slimfuse.models.prepared), and under this patch
+it would be kept unoptimised under the key an ordinary run looks for.
 
 It is one of the narrowed runs that check the suite does not depend on one CPU's optimised code paths (fused
 kernels and re-laid-out weights round differently from the plain ones). The others need no code:
