@@ -13,10 +13,9 @@ import dataclasses
 import math
 import os
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 from slimfuse.errors import UsageError
 
@@ -41,7 +40,8 @@ OPTION = "slimfuse.option"
 
 
 class Kind(Protocol):
-    """How an option's values are read and checked. `parse` reads the command line's text, `check` takes a value
+    """How an option's values are read and checked (each kind is a NamedTuple: immutable, and quick to define, as the
+    table is read at every start). `parse` reads the command line's text, `check` takes a value
     from any caller (the Python API, JSON, a profile, `parse`'s result) and gives it in its one stored form; both
     raise ValueError with the problem (the section names the option)."""
 
@@ -58,8 +58,7 @@ def _shown(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-@dataclass(frozen=True)
-class Whole:
+class Whole(NamedTuple):
     """A whole number, at least `low` and at most `high` where given."""
 
     low: int | None = None
@@ -87,8 +86,7 @@ class Whole:
         return {"type": "integer", "minimum": self.low, "maximum": self.high}
 
 
-@dataclass(frozen=True)
-class Number:
+class Number(NamedTuple):
     """A number between `low` and `high` (either end left open with `above`: more than `low`, not equal)."""
 
     low: float | None = None
@@ -124,8 +122,7 @@ class Number:
                 "exclusive_maximum": self.below}
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     """One of a fixed set of words (or, for `numbers`, of whole numbers)."""
 
     choices: Sequence[str | int]
@@ -146,8 +143,7 @@ class Word:
         return {"type": "integer" if numbers else "string", "choices": list(self.choices)}
 
 
-@dataclass(frozen=True)
-class ModelName:
+class ModelName(NamedTuple):
     """A model option's value: one of its choices, or CHOICE.VARIANT (a stored variant of that model; the config
     strips the variant, see slimfuse.model_choices)."""
 
@@ -168,8 +164,7 @@ class ModelName:
         return {"type": "string", "choices": list(self.choices), "variants": list(self.variants)}
 
 
-@dataclass(frozen=True)
-class Switch:
+class Switch(NamedTuple):
     """On or off (the command line has `--NAME` and `--no-NAME`)."""
 
     metavar: str = ""
@@ -186,8 +181,7 @@ class Switch:
         return {"type": "boolean"}
 
 
-@dataclass(frozen=True)
-class FilePath:
+class FilePath(NamedTuple):
     """A path of the machine the run is on."""
 
     metavar: str = "PATH"
@@ -204,8 +198,7 @@ class FilePath:
         return {"type": "path"}
 
 
-@dataclass(frozen=True)
-class Items:
+class Items(NamedTuple):
     """One or more values of `item` (a list on the command line and in JSON, a tuple in the config)."""
 
     item: Kind
@@ -229,8 +222,7 @@ class Items:
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-@dataclass(frozen=True)
-class Bytes:
+class Bytes(NamedTuple):
     """A positive number of bytes; text may carry a unit: `3.5G`, `512M`, `1048576` (K, M, G, T in powers of
     1024)."""
 
@@ -256,8 +248,7 @@ class Bytes:
         return {"type": "integer", "minimum": 1, "unit": "bytes"}
 
 
-@dataclass(frozen=True)
-class Amount:
+class Amount(NamedTuple):
     """A positive amount of `unit` (MB or GB); text may end in the unit's name or letter: `400`, `400MB`."""
 
     unit: Literal["MB", "GB"]
@@ -279,8 +270,7 @@ class Amount:
         return {"type": "number", "minimum": 0, "exclusive_minimum": True, "unit": self.unit}
 
 
-@dataclass(frozen=True)
-class Rate:
+class Rate(NamedTuple):
     """Frames per second, exact: `25`, `29.97`, `30000/1001`; above 0 and at most `high`."""
 
     high: int = 1000
@@ -306,8 +296,7 @@ class Rate:
         return {"type": "number", "minimum": 0, "exclusive_minimum": True, "maximum": self.high}
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """An option's declaration (its name, section and default come from the field that holds it)."""
 
     kind: Kind
@@ -328,8 +317,7 @@ def option(default: object, kind: Kind, help: str, **declared: Any) -> Any:
     return dataclasses.field(default=default, metadata={OPTION: Option(kind, help, **declared)})
 
 
-@dataclass(frozen=True)
-class Declared:
+class Declared(NamedTuple):
     """One option as the table lists it: its declaration, where it lives and its default."""
 
     name: str
