@@ -143,7 +143,7 @@ CALIBRATION_MODELS: tuple[str, ...] = ("inswapper_128", "arcface_w600k_r50", "gf
 """The catalog's large models: `--calibration` makes the static int8 variant of each."""
 CALIBRATORS: tuple[Calibrator, ...] = ("streamed", "onnxruntime")
 CALIBRATION_LABELS = {"streamed": "slimfuse (run by run)", "onnxruntime": "onnxruntime's calibrator"}
-EXTRA_STANDINS_VERSION = "1"
+EXTRA_STANDINS_VERSION = "2"
 """Bump when an architecture below changes: the cache folder is keyed by it."""
 MEASURED_PROCESS = ("import sys; from slimfuse.bench.optimize import make_int8; "
                     "make_int8(sys.argv[1], sys.argv[2], sys.argv[3])")
@@ -275,15 +275,17 @@ def gpen(size: int, width: float = 1.0) -> tuple[standins.Graph, list[onnx.Value
     for _ in range(8):
         style = g.lrelu(g.linear(style, GPEN_STYLE, GPEN_STYLE, standins.LEAK_GAIN / math.sqrt(GPEN_STYLE)))
 
-    def styled(x: str, cin: int, res: int) -> str:
+    def styled(x: str, cin: int, res: int, upsample: bool = False) -> str:
         made = g.lrelu(standins._modconv(g, x, style, GPEN_STYLE, cin, ch[res]))
-        return g.op("Concat", [made, features[res]], axis=1)
+        # StyleGAN2 upsamples in a transposed convolution of the half-size input: here convolved, then enlarged (the
+        # same tensor sizes; enlarging first held a 1024 px tensor of twice 64 channels)
+        return g.op("Concat", [g.resize(made, 2.0) if upsample else made, features[res]], axis=1)
 
     out = styled(features[4], ch[4], 4)
     rgb = standins._modconv(g, out, style, GPEN_STYLE, 2 * ch[4], 3, kernel=1, gain=1.0)
     while res < size:
         res *= 2
-        out = styled(styled(g.resize(out, 2.0), 2 * ch[res // 2], res), 2 * ch[res], res)
+        out = styled(styled(out, 2 * ch[res // 2], res, upsample=True), 2 * ch[res], res)
         layer_rgb = standins._modconv(g, out, style, GPEN_STYLE, 2 * ch[res], 3, kernel=1, gain=1.0)
         rgb = g.op("Add", [g.op("Mul", [g.resize(rgb, 2.0), g.const("fade", 0.7)]), layer_rgb])
     g.skip_residual("input", rgb, standins.ENHANCE_RESIDUAL, -1.0, 1.0, "output")
