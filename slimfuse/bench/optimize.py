@@ -197,7 +197,7 @@ def measure_calibration(store: Store, models: Sequence[str] = CALIBRATION_MODELS
     return rows
 
 
-def make_int8(name: str, calibrator: str, result: str) -> None:
+def make_int8(name: str, calibrator: Calibrator, result: str) -> None:
     """The measured process: the static int8 variant of catalog model `name` in the store of $SLIMFUSE_HOME, made as
     `slimfuse optimize NAME --int8` makes it (build.make_variant), its ranges by `calibrator`; writes the number of
     calibration samples and the variant's sha256 to the JSON file `result`."""
@@ -205,7 +205,7 @@ def make_int8(name: str, calibrator: str, result: str) -> None:
     target = resolve(shop.store, name, OptimizeRequest("int8"))
     assert target.gate is not None
     feeds = shop.subject(target, target.gate.metric, "calibrate").feeds()
-    data, how = make_quantised(target.path, "int8", feeds, calibrator=calibrator)  # type: ignore[arg-type]
+    data, how = make_quantised(target.path, "int8", feeds, calibrator=calibrator)
     Path(result).write_text(json.dumps({"samples": how["calibration_samples"],
                                         "sha256": hashlib.sha256(data).hexdigest()}), encoding="utf-8")
 
