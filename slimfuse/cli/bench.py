@@ -25,6 +25,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_common_options(video)
     optimize = kinds.add_parser("optimize", help="fp16 and int8 variants of the embedded models: size, latency, gate")
     optimize.add_argument("--runs", type=int, default=50, help="runs per variant; the median is reported")
+    optimize.add_argument("--calibration", action="store_true",
+                          help="instead: peak RSS and time of making the static int8 variant of each large model "
+                          "(stand-ins of the real sizes where its file is missing), each in a fresh process")
+    optimize.add_argument("--calibrators", nargs="+", choices=["streamed", "onnxruntime"], default=["streamed"],
+                          help="with --calibration: whose activation ranges, slimfuse's run-by-run ones (streamed, "
+                          "default) or onnxruntime's own calibrator's (the way before; about 8 GB for gfpgan_1.4)")
+    optimize.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                          help="with --calibration: the models (default: inswapper_128, arcface_w600k_r50, gfpgan_1.4, "
+                          "codeformer, the gpen_bfr models and real_esrgan_x4)")
     _add_json(optimize)
     add_common_options(optimize)
     startup = kinds.add_parser("startup", help="how fast the command line answers help, a usage error and a wrong "
@@ -152,10 +161,7 @@ def run(args: argparse.Namespace) -> int:
         startup.run(runs=args.runs, json_path=args.json)
         return 0
     if args.kind == "optimize":
-        from slimfuse.bench import optimize
-
-        optimize.run(runs=args.runs, json_path=args.json)
-        return 0
+        return _run_optimize(args)
     if args.kind == "quality":
         from slimfuse.bench import quality
         from slimfuse.cli.common import make_store
@@ -172,6 +178,26 @@ def run(args: argparse.Namespace) -> int:
 
     image.run(runs=args.runs, json_path=args.json, plot_path=args.plot)
     return 0
+
+
+def _run_optimize(args: argparse.Namespace) -> int:
+    from slimfuse.bench import optimize
+    from slimfuse.cli.common import make_store
+    from slimfuse.errors import UsageError
+
+    if not args.calibration:
+        if args.models is not None or args.calibrators != ["streamed"]:
+            raise UsageError(detail="--models and --calibrators go with --calibration")
+        optimize.run(runs=args.runs, json_path=args.json)
+        return 0
+    models = tuple(dict.fromkeys(args.models or optimize.CALIBRATION_MODELS))
+    unknown = [name for name in models if name not in optimize.CALIBRATION_MODELS]
+    if unknown:
+        raise UsageError(detail=f"--models: no stand-in of {', '.join(unknown)}; known: "
+                         f"{', '.join(optimize.CALIBRATION_MODELS)}")
+    rows = optimize.run_calibration(models, tuple(dict.fromkeys(args.calibrators)), json_path=args.json,
+                                    store=make_store(args))
+    return 1 if any(row.exit_code != 0 for row in rows) else 0
 
 
 def _run_memory(args: argparse.Namespace) -> int:
