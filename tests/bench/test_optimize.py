@@ -12,7 +12,7 @@ import pytest
 import neural_models as nm
 from slimfuse.bench import optimize
 from slimfuse.cli.main import main
-from slimfuse.models.runtime import RuntimeOptions, create_session
+from slimfuse.models.runtime import SessionSettings, create_session
 from slimfuse.models.store import Store
 from slimfuse.models.validate import check_file
 
@@ -31,7 +31,7 @@ def test_standin_has_the_catalog_tensors_and_a_bounded_output(name: str, tmp_pat
     size = 24 if frame else spec.io.crop_size
     low, high = (0.0, 1.0) if frame else spec.io.output_range
     image = np.random.default_rng(0).uniform(low, high, (2, 3, size, size)).astype(np.float32)  # the batch is free
-    output = create_session(path, RuntimeOptions()).run(None, {"input": image})[0]
+    output = create_session(path, SessionSettings()).run(None, {"input": image})[0]
     scale = 4 if frame else 1
     assert output.shape == (2, 3, size * scale, size * scale)
     assert np.all(np.isfinite(output)) and output.min() >= low and output.max() <= high
