@@ -60,8 +60,14 @@ class GateResult:
                 f"{self.verdict}")
 
 
+GATE_SESSIONS = SessionSettings(enable_cpu_arena=False, enable_mem_pattern=False)
+"""The gate runs two sessions side by side on a few faces: without ONNX Runtime's CPU arena and memory patterns
+neither keeps its largest activations' memory between runs (gfpgan_1.4's gate otherwise took the whole command of
+making its int8 variant over 2 GB)."""
+
+
 def evaluate(model: str, variant: str, gate: GateSpec, subject: Subject, original: Path, candidate: Path,
-             runtime: SessionSettings = SessionSettings()) -> GateResult:
+             runtime: SessionSettings = GATE_SESSIONS) -> GateResult:
     """Run the original and the candidate variant on the subject's inputs and judge the variant."""
     if subject.metric != gate.metric:
         raise ValueError(f"the subject measures {subject.metric}, the gate wants {gate.metric}")
