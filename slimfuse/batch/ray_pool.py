@@ -33,7 +33,30 @@ class SwapActor:
         return os.getpid()
 
 
-def _ray() -> Any:
+def connect(address: str) -> bool:
+    """Join the Ray cluster at `address` ('auto': this machine's, or a new local one on the loopback address), this
+    package first on its workers' path; whether this call started Ray (a Ray already initialised in this process, a
+    test's cluster, is used as it is). RayUnavailableError when the extra is missing or the cluster cannot be
+    reached."""
+    ray = ray_module()
+    if ray.is_initialized():
+        return False
+    path = os.pathsep.join(part for part in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if part)
+    local: dict[str, Any] = {}
+    env = {"PYTHONPATH": path}
+    if address == "auto":  # a cluster of this machine alone: every process on the loopback address
+        local = {"_node_ip_address": LOOPBACK}
+        env.update(LOOPBACK_ENV)
+        os.environ.update(LOOPBACK_ENV)
+    try:
+        ray.init(address=None if address == "auto" else address, log_to_driver=False,
+                 runtime_env={"env_vars": env}, **local)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise RayUnavailableError(detail=f"cannot reach the Ray cluster at {address} ({exc})") from exc
+    return True
+
+
+def ray_module() -> Any:
     try:
         import ray
     except ImportError as exc:
@@ -52,23 +75,9 @@ class RayPool:
     already initialised in this process (a test's local cluster) is used as it is."""
 
     def __init__(self, workers: int, address: str = "auto") -> None:
-        ray = self._ray = _ray()
+        ray = self._ray = ray_module()
         self.workers = workers
-        self._started = False
-        if not ray.is_initialized():
-            path = os.pathsep.join(part for part in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if part)
-            local: dict[str, Any] = {}
-            env = {"PYTHONPATH": path}
-            if address == "auto":  # a cluster of this machine alone: every process on the loopback address
-                local = {"_node_ip_address": LOOPBACK}
-                env.update(LOOPBACK_ENV)
-                os.environ.update(LOOPBACK_ENV)
-            try:
-                ray.init(address=None if address == "auto" else address, log_to_driver=False,
-                         runtime_env={"env_vars": env}, **local)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RayUnavailableError(detail=f"cannot reach the Ray cluster at {address} ({exc})") from exc
-            self._started = True
+        self._started = connect(address)
         self._actor_class = ray.remote(num_cpus=1, max_restarts=0)(SwapActor)
         self.actors = [self._actor_class.remote() for _ in range(workers)]
 

@@ -16,12 +16,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import psutil
@@ -130,18 +130,15 @@ def _p(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
-class _Sampler:
-    """Polls the status of a running job (timing each call) and the server tree's RSS, in threads."""
+class Sampling:
+    """Threads that sample while a block runs: `loops` run each in its own thread until the block ends (they wait
+    on `_stop`)."""
 
-    def __init__(self, base: str, pid: int) -> None:
-        self.base, self.pid = base, pid
-        self.peak = 0
-        self.times: list[float] = []
-        self.job: str | None = None
+    def __init__(self, *loops: Callable[[], None]) -> None:
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._status), threading.Thread(target=self._rss)]
+        self._threads = [threading.Thread(target=loop) for loop in loops]
 
-    def __enter__(self) -> _Sampler:
+    def __enter__(self) -> Self:
         for thread in self._threads:
             thread.start()
         return self
@@ -150,6 +147,17 @@ class _Sampler:
         self._stop.set()
         for thread in self._threads:
             thread.join()
+
+
+class _Sampler(Sampling):
+    """Polls the status of a running job (timing each call) and the server tree's RSS, in threads."""
+
+    def __init__(self, base: str, pid: int) -> None:
+        self.base, self.pid = base, pid
+        self.peak = 0
+        self.times: list[float] = []
+        self.job: str | None = None
+        super().__init__(self._status, self._rss)
 
     def _status(self) -> None:
         with httpx.Client(base_url=self.base, timeout=30) as client:

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,7 @@ from typing import Any
 import httpx
 import psutil
 
-from slimfuse.bench.serve import follow, running_server, tree_rss, upload
+from slimfuse.bench.serve import Sampling, follow, running_server, tree_rss, upload
 from slimfuse.samples import sample_path
 
 STATUS_EVERY_S = 0.05
@@ -61,7 +60,7 @@ def _p(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))] if ordered else float("nan")
 
 
-class _Watch:
+class _Watch(Sampling):
     """Times status calls of the jobs in flight and samples memory, in threads."""
 
     def __init__(self, base: str, pid: int, ray: bool) -> None:
@@ -69,18 +68,7 @@ class _Watch:
         self.flying: set[str] = set()
         self.times: list[float] = []
         self.peak = 0
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._status), threading.Thread(target=self._memory)]
-
-    def __enter__(self) -> _Watch:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join()
+        super().__init__(self._status, self._memory)
 
     def _status(self) -> None:
         with httpx.Client(base_url=self.base, timeout=30) as client:
@@ -154,8 +142,10 @@ def _load(run: str, base: str, pid: int, users: int, seconds: float, ray: bool) 
 
 
 @contextmanager
-def _two_node_cluster() -> Iterator[str]:
-    """A Ray cluster of a head that runs no actor and two nodes of one CPU, on loopback: its address."""
+def two_node_cluster() -> Iterator[Any]:
+    """A Ray cluster on this machine (ray.cluster_utils.Cluster): a head that runs no actor and two nodes of one CPU,
+    on loopback, token auth off, its files in a folder removed at the end (also this process's environment while it
+    runs, so the servers it starts join it). `.address`, `.list_all_nodes()`, `.remove_node(node)`."""
     from ray.cluster_utils import Cluster
 
     from slimfuse.batch.ray_pool import LOOPBACK, LOOPBACK_ENV
@@ -168,7 +158,7 @@ def _two_node_cluster() -> Iterator[str]:
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=1, node_ip_address=LOOPBACK)
-        yield str(cluster.address)
+        yield cluster
     finally:
         cluster.shutdown()
         shutil.rmtree(folder, ignore_errors=True)
@@ -192,8 +182,8 @@ def run(users: int = 50, seconds: float = 120.0, workers: int = 2, memory_budget
             row, timelines[row.run] = _load(f"{workers} local workers", base, process.pid, users, seconds, False)
             rows.append(row)
         if ray:
-            with _two_node_cluster() as address, running_server(Path(scratch) / "ray", *options, "--ray", address,
-                                                                workers=2) as (process, base):
+            with two_node_cluster() as cluster, running_server(Path(scratch) / "ray", *options, "--ray",
+                                                              str(cluster.address), workers=2) as (process, base):
                 _warm(base)
                 row, timelines[row.run] = _load("Ray, two nodes of one CPU", base, process.pid, users, seconds, True)
                 rows.append(row)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from slimfuse.atomic import write_bytes_atomic
-from slimfuse.batch.ray_pool import LOOPBACK, LOOPBACK_ENV, PACKAGE_ROOT
-from slimfuse.errors import RayUnavailableError, SlimfuseError
+from slimfuse.batch.ray_pool import connect, ray_module
+from slimfuse.errors import SlimfuseError
 from slimfuse.serve.runner import JobCancelled, JobRunner, job_inputs
 from slimfuse.serve.settings import ServeSettings
 from slimfuse.serve.store import Job, JobStore
@@ -85,14 +85,6 @@ class ServeActor:
         return message.replace(f"{self.folder}{os.sep}", "")
 
 
-def ray_module() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise RayUnavailableError(detail="the ray extra is not installed: pip install 'slimfuse[ray]'") from exc
-    return ray
-
-
 @dataclass
 class _Flight:
     job: Job
@@ -110,21 +102,7 @@ class RayDispatcher:
         self.settings = settings
         self.store = store
         ray = self._ray = ray_module()
-        self._started = False
-        if not ray.is_initialized():
-            env = {"PYTHONPATH": os.pathsep.join(part for part in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", ""))
-                                                 if part)}
-            local: dict[str, Any] = {}
-            if address == "auto":  # a cluster of this machine alone: every process on the loopback address
-                local = {"_node_ip_address": LOOPBACK}
-                env.update(LOOPBACK_ENV)
-                os.environ.update(LOOPBACK_ENV)
-            try:
-                ray.init(address=None if address == "auto" else address, log_to_driver=False,
-                         runtime_env={"env_vars": env}, **local)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RayUnavailableError(detail=f"cannot reach the Ray cluster at {address} ({exc})") from exc
-            self._started = True
+        self._started = connect(address)
         resources = ray.cluster_resources()
         self.size = max(1, min(settings.workers, int(resources.get("CPU", 1))))  # what the cluster can run at once
         gpus = 1 if resources.get("GPU", 0) >= self.size else 0

@@ -4,9 +4,6 @@ through the object store, the store on the API node stays the record, and a node
 again on the other node, to a whole output."""
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,30 +17,16 @@ from slimfuse.serve.store import JobStore
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402 - only with the extra
 
-from slimfuse.batch.ray_pool import LOOPBACK, LOOPBACK_ENV  # noqa: E402
+from slimfuse.bench.serve_load import two_node_cluster  # noqa: E402
 
 CLIP_FRAMES = 90
 WAIT_S = 180.0
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[tuple[Cluster, list[object]]]:
-    saved = {name: os.environ.get(name) for name in ("RAY_AUTH_MODE", "RAY_TMPDIR", *LOOPBACK_ENV)}
-    folder = tempfile.mkdtemp(prefix="sfsr-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": folder, **LOOPBACK_ENV})  # the server's too
-    running = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "node_ip_address": LOOPBACK,
-                                                            "include_dashboard": False})
-    nodes = [running.add_node(num_cpus=1, node_ip_address=LOOPBACK) for _ in range(2)]
-    try:
-        yield running, nodes
-    finally:
-        running.shutdown()
-        shutil.rmtree(folder, ignore_errors=True)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+def cluster() -> Iterator[Cluster]:
+    with two_node_cluster() as running:
+        yield running
 
 
 def _node_of(server: Server, job_id: str) -> str:
@@ -59,9 +42,9 @@ def _node_of(server: Server, job_id: str) -> str:
     raise AssertionError("the job never ran")
 
 
-def test_jobs_run_on_the_clusters_actors_and_a_lost_node_reruns_its_job(
-        tmp_path: Path, cluster: tuple[Cluster, list[object]]) -> None:
-    running, nodes = cluster
+def test_jobs_run_on_the_clusters_actors_and_a_lost_node_reruns_its_job(tmp_path: Path, cluster: Cluster) -> None:
+    running = cluster
+    nodes = [node for node in running.list_all_nodes() if node is not running.head_node]
     clip = small_clip(tmp_path / "clip.mp4", frames=CLIP_FRAMES)
     with serving(tmp_path / "data", "--ray", running.address, workers=2) as server, server.client() as client:
         assert client.get("/v1/health").json()["workers"] == 2
