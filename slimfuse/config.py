@@ -98,6 +98,9 @@ class SwapOptions(Section):
         None, Word(PIXEL_BOOSTS, metavar="SIZE"), "align the face at SIZE px and run the swapper on the N x N "
         "interleaved sub-images of its own size (a multiple of it); cost grows with N squared",
         default_text="the model's size")
+    face_swapper_weight: float = option(
+        0.5, Number(0, 1, metavar="0-1"), "neural swappers: the source identity as it is at 0.5; lower mixes in the "
+        "target face's own identity (0.35 of it at 0), higher pushes away from it (FaceFusion's weight)")
     target_face_size: int = option(
         512, Whole(1, metavar="PX"), "faces are processed at most at this size, then pasted back at full resolution")
     keep_mouth: bool = option(True, Switch(), "keep the target's mouth interior (teeth, tongue)", who=CONTROLLED)

@@ -267,7 +267,7 @@ def place_standins(folder: Path, free_batch: bool = False, source_tint: float = 
             if swappers.RECIPES[name].source == "emap" else \
             identity_swapper(name, free_batch=free_batch, source_tint=source_tint)
         save(model, folder, name)
-    for name in ("crossface_simswap", "crossface_ghost"):
+    for name in ("crossface_simswap", "crossface_ghost", "crossface_hififace"):
         save(converter(name), folder, name)
     for name in enhancers.ENHANCER_NAMES:
         save(identity_enhancer(name, free_batch=free_batch), folder, name)

@@ -67,7 +67,11 @@ class ArcFaceRecognizer:
     def crop(self, image: np.ndarray, face: Face) -> np.ndarray:
         if face.landmarks is None:
             raise ValueError("the face has no landmarks")
-        crop, _ = warp_face(image, five_points(face.landmarks), self.io.template or "", self.io.crop_size or 112)
+        return self.aligned(image, five_points(face.landmarks))
+
+    def aligned(self, image: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The face with five points `points` aligned to the model's template at its size."""
+        crop, _ = warp_face(image, points, self.io.template or "", self.io.crop_size or 112)
         return crop
 
     def raw_embeddings(self, crops: Sequence[np.ndarray]) -> np.ndarray:

@@ -10,7 +10,7 @@ here reads files or parses options.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from slimfuse.faces.recognize import ArcFaceRecognizer, normalise
 from slimfuse.faces.types import Face
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.initializers import last_initializer
-from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER
+from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER, TARGET_NORMALISED, SwapperRecipe
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_images, to_tensor
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
@@ -59,8 +59,36 @@ def emap_of(pool: ModelPool, model: str) -> np.ndarray:
 
 
 def inswapper_latent(embedding: np.ndarray, emap: np.ndarray) -> np.ndarray:
-    """(1, 512): the normalised embedding times the emap, normalised again."""
+    """(1, 512): the normalised embedding times the emap, normalised again (insightface's INSwapper.get; FaceFusion
+    3.8.1 leaves out the second normalisation: the direction is the same, the length differs)."""
     return normalise(normalise(np.asarray(embedding, dtype=np.float32)).reshape(1, -1) @ emap.astype(np.float32))
+
+
+def identity_latent(recipe: SwapperRecipe, raw: np.ndarray, emap: Callable[[], np.ndarray],
+                    convert: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """(1, 512): the `source` tensor of an embedding-taking swapper for the raw ArcFace embeddings `raw` (N, 512) of
+    one person's photos; emap: inswapper's (read only when needed); convert: the recipe's embedding converter."""
+    if recipe.source == "emap":
+        return inswapper_latent(normalise(normalise(raw).mean(axis=0)), emap())
+    if recipe.source == "embedding":
+        return normalise(normalise(raw).mean(axis=0)).reshape(1, -1)
+    converted = np.asarray(convert(raw.mean(axis=0, keepdims=True).astype(np.float32)), dtype=np.float32)
+    return (normalise(converted) if recipe.source == "converted_normed" else converted).reshape(1, -1)
+
+
+NEUTRAL_WEIGHT = 0.5
+"""--face-swapper-weight at which the source identity goes in as it is."""
+
+
+def balance_identity(latent: np.ndarray, target_raw: np.ndarray, weight: float, family: str) -> np.ndarray:
+    """FaceFusion's --face-swapper-weight: the source latent mixed with the target face's own embedding, by
+    0.35 of the target at weight 0, none at 0.5, and -0.35 (away from the target) at 1. Families in
+    TARGET_NORMALISED mix the target's normalised embedding, the others its raw one (as FaceFusion does)."""
+    shift = np.float32(np.interp(weight, (0.0, 1.0), (0.35, -0.35)))
+    target = np.asarray(target_raw, dtype=np.float32).reshape(1, -1)
+    if family in TARGET_NORMALISED:
+        target = normalise(target)
+    return (np.asarray(latent, dtype=np.float32).reshape(1, -1) * (1 - shift) + target * shift).astype(np.float32)
 
 
 def swap_source(pool: ModelPool, model: str, sources: Sequence[SourcePhoto]) -> SwapSource:
@@ -78,18 +106,14 @@ def swap_source(pool: ModelPool, model: str, sources: Sequence[SourcePhoto]) -> 
         return SwapSource(tensor=to_tensor([picture]), embedding=None)
     recognizer = ArcFaceRecognizer(pool, RECOGNIZER)
     raw = recognizer.raw_embeddings([recognizer.crop(photo.image, photo.face) for photo in sources])
-    embedding = normalise(normalise(raw).mean(axis=0))
-    if recipe.source == "emap":
-        latent = inswapper_latent(embedding, emap_of(pool, model))
-    elif recipe.source == "embedding":
-        latent = embedding.reshape(1, -1)
-    else:
+
+    def convert(mean: np.ndarray) -> np.ndarray:
         converter_io = pool.store.catalog.get(recipe.converter or "").io
-        converter = pool.session(recipe.converter or "")
         name = converter_io.inputs[0].name if converter_io is not None else "input"
-        converted = run_batched(converter, {name: raw.mean(axis=0, keepdims=True).astype(np.float32)})
-        latent = normalise(converted) if recipe.source == "converted_normed" else converted
-    return SwapSource(tensor=np.asarray(latent, dtype=np.float32).reshape(1, -1), embedding=embedding)
+        return run_batched(pool.session(recipe.converter or ""), {name: mean})
+
+    latent = identity_latent(recipe, raw, lambda: emap_of(pool, model), convert)
+    return SwapSource(tensor=latent, embedding=normalise(normalise(raw).mean(axis=0)))
 
 
 class OnnxSwapProcessor:
@@ -106,6 +130,7 @@ class OnnxSwapProcessor:
         self.generator_models: tuple[str, ...] = (model,)
         self.io = spec.io
         self.recipe = RECIPES[model]
+        self.weight = options.face_swapper_weight
         self.template: str = spec.io.template
         self.model_size: int = spec.io.crop_size
         self.factor = boost_factor(self.model_size, pixel_boost)
@@ -127,7 +152,13 @@ class OnnxSwapProcessor:
         """Models only `prepare` uses (the source identity's recognizer and converter)."""
         if self.recipe.source == "image":
             return ()
-        return (RECOGNIZER, *((self.recipe.converter,) if self.recipe.converter else ()))
+        converter = (self.recipe.converter,) if self.recipe.converter else ()
+        return converter if self.balances else (RECOGNIZER, *converter)
+
+    @property
+    def balances(self) -> bool:
+        """Whether each target face's own identity is mixed in (--face-swapper-weight other than 0.5)."""
+        return self.weight != NEUTRAL_WEIGHT and self.recipe.source != "image"
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
         matrix = align_matrix(_points(face), self.template, self.size)
@@ -138,8 +169,13 @@ class OnnxSwapProcessor:
         if not crops:
             return []
         tiles = np.concatenate([implode(crop.image, self.factor) for crop in crops])
-        output = self.batcher.run(self.model, {self.target_input: to_tensor(tiles, self.io.mean, self.io.std)},
-                                  {self.source_input: prepared.tensor})
+        items = {self.target_input: to_tensor(tiles, self.io.mean, self.io.std)}
+        shared = {self.source_input: prepared.tensor}
+        if self.balances:
+            latents = self.balanced_sources(crops, prepared)
+            items[self.source_input] = np.repeat(latents, self.factor * self.factor, axis=0)
+            shared = {}
+        output = self.batcher.run(self.model, items, shared)
         swapped = to_images(output, self.io.output_range)
         per_crop = self.factor * self.factor
         alphas = self.masker.masks(crops)
@@ -148,6 +184,15 @@ class OnnxSwapProcessor:
             image = explode(swapped[index * per_crop:(index + 1) * per_crop], self.factor)
             results.append(Processed(image=image, alpha=alpha))
         return results
+
+    def balanced_sources(self, crops: Sequence[FaceCrop], prepared: SwapSource) -> np.ndarray:
+        """(len(crops), 512): the source latent balanced with each target face's ArcFace embedding, read from its
+        crop (the face realigned to the recognizer's template)."""
+        recognizer = ArcFaceRecognizer(self.pool, RECOGNIZER)
+        raw = recognizer.raw_embeddings([recognizer.aligned(crop.image, five_points(crop.landmarks))
+                                         for crop in crops])
+        return np.concatenate([balance_identity(prepared.tensor, target, self.weight, self.recipe.family)
+                               for target in raw])
 
     def mask(self, crop: FaceCrop) -> np.ndarray:
         """The paste-back alpha of one crop."""

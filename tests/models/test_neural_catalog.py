@@ -14,8 +14,8 @@ from slimfuse.models.neural.swappers import RECIPES, SWAPPER_NAMES
 from slimfuse.models.tensors import to_images, to_tensor
 
 SWAPPERS = ["inswapper_128", "inswapper_128_fp16", "hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256",
-            "simswap_256", "simswap_unofficial_512", "ghost_1_256", "ghost_2_256", "ghost_3_256", "blendswap_256",
-            "uniface_256"]
+            "simswap_256", "simswap_unofficial_512", "ghost_1_256", "ghost_2_256", "ghost_3_256",
+            "hififace_unofficial_256", "blendswap_256", "uniface_256"]
 ENHANCERS = ["gfpgan_1.2", "gfpgan_1.3", "gfpgan_1.4", "codeformer", "gpen_bfr_256", "gpen_bfr_512", "gpen_bfr_1024",
              "restoreformer_plus_plus"]
 HALF, ZERO, ONE = (0.5, 0.5, 0.5), (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
@@ -32,6 +32,7 @@ FACTS = {
     "ghost_1_256": ("arcface_112_v1", 256, HALF, HALF, "models-3.0.0"),
     "ghost_2_256": ("arcface_112_v1", 256, HALF, HALF, "models-3.0.0"),
     "ghost_3_256": ("arcface_112_v1", 256, HALF, HALF, "models-3.0.0"),
+    "hififace_unofficial_256": ("mtcnn_512", 256, HALF, HALF, "models-3.1.0"),
     "blendswap_256": ("ffhq_512", 256, ZERO, ONE, "models-3.0.0"),
     "uniface_256": ("ffhq_512", 256, HALF, HALF, "models-3.0.0"),
     "gfpgan_1.2": ("ffhq_512", 512, HALF, HALF, "models-3.0.0"),
@@ -49,7 +50,7 @@ CATALOG = Catalog()
 
 def test_every_model_of_the_issue_is_there() -> None:
     assert list(SWAPPER_NAMES) == SWAPPERS and list(ENHANCER_NAMES) == ENHANCERS
-    for name in SWAPPERS + ENHANCERS + ["arcface_w600k_r50", "crossface_simswap", "crossface_ghost"]:
+    for name in SWAPPERS + ENHANCERS + ["arcface_w600k_r50", "crossface_simswap", "crossface_ghost", "crossface_hififace"]:
         CATALOG.get(name)
 
 
@@ -99,7 +100,7 @@ def test_swapper_inputs_and_recipes() -> None:
 
 def test_output_ranges() -> None:
     minus_one = {"hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256", "ghost_1_256", "ghost_2_256",
-                 "ghost_3_256", "uniface_256", *ENHANCERS}
+                 "ghost_3_256", "hififace_unofficial_256", "uniface_256", *ENHANCERS}
     for name in SWAPPERS + ENHANCERS:
         io = CATALOG.get(name).io
         assert io is not None and io.output_range == ((-1.0, 1.0) if name in minus_one else (0.0, 1.0))

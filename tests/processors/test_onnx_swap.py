@@ -109,16 +109,17 @@ def _arcface_reference(image: np.ndarray, face) -> np.ndarray:  # type: ignore[n
 def expected_source(pool: ModelPool, model: str, image: np.ndarray, face) -> np.ndarray:  # type: ignore[no-untyped-def]
     """What the swapper's `source` input must be, from the published recipes: inswapper the normalised ArcFace
     embedding through the emap, normalised; hyperswap the normalised embedding; simswap the embedding through
-    its converter, normalised; ghost the same, as it comes out; blendswap and uniface a picture of the face / 255."""
+    its converter, normalised (hififace likewise); ghost the same, as it comes out; blendswap and uniface a
+    picture of the face / 255."""
     raw = _arcface_reference(image, face)
     normed = raw / np.linalg.norm(raw)
     if model.startswith("inswapper"):
         return inswapper_latent(normed, emap_of(pool, model))
     if model.startswith("hyperswap"):
         return normed[None]
-    if model.startswith(("simswap", "ghost")):
+    if model.startswith(("simswap", "ghost", "hififace")):
         converted = raw @ nm.converter_matrix()
-        return (converted / np.linalg.norm(converted) if model.startswith("simswap") else converted)[None]
+        return (converted if model.startswith("ghost") else converted / np.linalg.norm(converted))[None]
     template, size = ("arcface_112_v2", 112) if model == "blendswap_256" else ("ffhq_512", 256)
     picture, _ = warp_face(image, five_points(face.landmarks), template, size)
     return (picture / 255.0).transpose(2, 0, 1)[None]

@@ -10,6 +10,7 @@ How the source goes in differs (see `RECIPES`):
 - hyperswap: the L2-normalised ArcFace embedding.
 - simswap: the ArcFace embedding through the `crossface_simswap` converter, normalised.
 - ghost: the ArcFace embedding through the `crossface_ghost` converter, as it comes out.
+- hififace: the ArcFace embedding through the `crossface_hififace` converter, normalised.
 - blendswap, uniface: a picture of the source face (RGB / 255), aligned to its own template and size.
 
 Output names other than inswapper's `output`, hyperswap's `output`/`mask` and the converters' `output` are not
@@ -36,11 +37,14 @@ class SwapperRecipe:
     """How a swapper takes its source identity."""
 
     source: SourceInput
+    family: str
+    """FaceFusion's model type (inswapper, hyperswap, simswap, ghost, hififace, blendswap, uniface)."""
     converter: str | None = None
     """The embedding converter model (for "converted" and "converted_normed")."""
     source_template: str | None = None
     source_size: int | None = None
     """Alignment template and size of the source picture (for "image")."""
+
 
 
 def _io(size: int, template: str, source: TensorSpec, mean: tuple[float, float, float] = (0.0, 0.0, 0.0),
@@ -64,6 +68,8 @@ _SIMSWAP = "non-commercial (SimSwap, neuralchen)"
 _GHOST = "Apache-2.0 (GHOST, ai-forever)"
 _HYPERSWAP = "ResearchRAIL (FaceFusion)"
 _CROSSFACE = "OpenRAIL-MS (FaceFusion CrossFace)"
+TARGET_NORMALISED = ("inswapper", "hyperswap", "simswap", "hififace")
+"""Families whose --face-swapper-weight mixes in the target's normalised embedding (the others its raw one)."""
 
 
 def _hyperswap(variant: str) -> ModelSpec:
@@ -121,23 +127,29 @@ MODELS: tuple[ModelSpec, ...] = (
         "uniface_256", "swapper", "unknown (UniFace, xc-csc101)",
         "UniFace face swapper, 256 px; takes a 256 px picture of the source face", "models-3.0.0",
         _io(256, "ffhq_512", TensorSpec("source", (1, 3, 256, 256)), HALF, HALF, (-1.0, 1.0), companions=())),
+    neural_spec(
+        "hififace_unofficial_256", "swapper", "unknown (HifiFace, GuijiAI; unofficial training)",
+        "HifiFace face swapper, 256 px (unofficial training), identity through crossface_hififace", "models-3.1.0",
+        _io(256, "mtcnn_512", _EMBEDDING, HALF, HALF, (-1.0, 1.0), (RECOGNIZER, "crossface_hififace"))),
     _converter("crossface_simswap", "SimSwap"),
     _converter("crossface_ghost", "GHOST"),
+    _converter("crossface_hififace", "HifiFace"),
 )
 
 RECIPES: dict[str, SwapperRecipe] = {
-    "inswapper_128": SwapperRecipe("emap"),
-    "inswapper_128_fp16": SwapperRecipe("emap"),
-    "hyperswap_1a_256": SwapperRecipe("embedding"),
-    "hyperswap_1b_256": SwapperRecipe("embedding"),
-    "hyperswap_1c_256": SwapperRecipe("embedding"),
-    "simswap_256": SwapperRecipe("converted_normed", converter="crossface_simswap"),
-    "simswap_unofficial_512": SwapperRecipe("converted_normed", converter="crossface_simswap"),
-    "ghost_1_256": SwapperRecipe("converted", converter="crossface_ghost"),
-    "ghost_2_256": SwapperRecipe("converted", converter="crossface_ghost"),
-    "ghost_3_256": SwapperRecipe("converted", converter="crossface_ghost"),
-    "blendswap_256": SwapperRecipe("image", source_template="arcface_112_v2", source_size=112),
-    "uniface_256": SwapperRecipe("image", source_template="ffhq_512", source_size=256),
+    "inswapper_128": SwapperRecipe("emap", "inswapper"),
+    "inswapper_128_fp16": SwapperRecipe("emap", "inswapper"),
+    "hyperswap_1a_256": SwapperRecipe("embedding", "hyperswap"),
+    "hyperswap_1b_256": SwapperRecipe("embedding", "hyperswap"),
+    "hyperswap_1c_256": SwapperRecipe("embedding", "hyperswap"),
+    "simswap_256": SwapperRecipe("converted_normed", "simswap", "crossface_simswap"),
+    "simswap_unofficial_512": SwapperRecipe("converted_normed", "simswap", "crossface_simswap"),
+    "ghost_1_256": SwapperRecipe("converted", "ghost", "crossface_ghost"),
+    "ghost_2_256": SwapperRecipe("converted", "ghost", "crossface_ghost"),
+    "ghost_3_256": SwapperRecipe("converted", "ghost", "crossface_ghost"),
+    "hififace_unofficial_256": SwapperRecipe("converted_normed", "hififace", "crossface_hififace"),
+    "blendswap_256": SwapperRecipe("image", "blendswap", source_template="arcface_112_v2", source_size=112),
+    "uniface_256": SwapperRecipe("image", "uniface", source_template="ffhq_512", source_size=256),
 }
 
 SWAPPER_NAMES: tuple[str, ...] = tuple(RECIPES)

@@ -1,0 +1,69 @@
+"""Reading FaceFusion 3.8.1's recorded outputs (tests/parity/reference/AREA/NAME.npz, written by
+tools/facefusion_reference/record.py) and the agreement the parity tests require of slimfuse's.
+
+Agreement (the parity issue's): images and masks at >= 45 dB PSNR or at most 2 grey levels apart anywhere;
+embeddings at cosine >= 0.9999; boxes and points within 0.5 px.
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FOLDER = Path(__file__).resolve().parent
+MIN_PSNR = 45.0
+MAX_LEVELS = 2.0
+MIN_COSINE = 0.9999
+MAX_PIXELS = 0.5
+
+
+@cache
+def recorded(area: str, name: str) -> dict[str, np.ndarray]:
+    path = FOLDER / "reference" / area / f"{name}.npz"
+    with np.load(path) as data:
+        return {key: data[key] for key in data.files}
+
+
+@cache
+def geometry() -> dict[str, Any]:
+    return json.loads((FOLDER / "geometry.json").read_text())
+
+
+def psnr(actual: np.ndarray, expected: np.ndarray) -> float:
+    """PSNR in dB on the 0..255 scale (masks in 0..1 are scaled up); inf when equal."""
+    a, e = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        raise AssertionError(f"shapes differ: {a.shape} against FaceFusion's {e.shape}")
+    mse = float(np.mean((a - e) ** 2))
+    return float("inf") if mse == 0 else 10.0 * np.log10(255.0 ** 2 / mse)
+
+
+def assert_image_close(actual: np.ndarray, expected: np.ndarray, what: str) -> float:
+    """Passes at >= MIN_PSNR or when no value is more than MAX_LEVELS apart; returns the PSNR."""
+    value = psnr(actual, expected)
+    largest = float(np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64)).max())
+    assert value >= MIN_PSNR or largest <= MAX_LEVELS, (
+        f"{what}: {value:.1f} dB against FaceFusion's (need {MIN_PSNR}), largest difference {largest:.1f} levels")
+    return value
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.ravel(a).astype(np.float64), np.ravel(b).astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def assert_vector_close(actual: np.ndarray, expected: np.ndarray, what: str, scale: bool = True) -> None:
+    """Cosine >= MIN_COSINE; with `scale` the norms agree too (within 0.1%)."""
+    value = cosine(actual, expected)
+    assert value >= MIN_COSINE, f"{what}: cosine {value:.6f} with FaceFusion's (need {MIN_COSINE})"
+    if scale:
+        ratio = float(np.linalg.norm(actual) / np.linalg.norm(expected))
+        assert abs(ratio - 1.0) <= 1e-3, f"{what}: norm {ratio:.4f} x FaceFusion's"
+
+
+def mask_float(recorded_mask: np.ndarray) -> np.ndarray:
+    """A recorded mask (uint8 x 255) as float in [0, 1]."""
+    return recorded_mask.astype(np.float32) / 255.0
