@@ -27,13 +27,10 @@ class CropMasker(Protocol):
         ...
 
 
-def box_mask(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 0)) -> np.ndarray:
-    """The crop's square with a zero band at each side, then Gaussian-blurred.
-
-    As in FaceFusion: the blur is `blur` x half the crop's width (sigma a quarter of that); each side's band is
-    its padding percentage of the crop's side, but at least half the blur. FaceFusion's blurred mask still
-    holds about 5 % at the crop's border, a faint seam when pasted back; here the blurred mask is lowered by its
-    largest border value and stretched back to 1, so the border is exactly 0."""
+def blurred_box(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 0)) -> np.ndarray:
+    """FaceFusion's box mask: the crop's square with a zero band at each side, then Gaussian-blurred. The blur is
+    `blur` x half the crop's width (sigma a quarter of that); each side's band is its padding percentage of the
+    crop's side, but at least half the blur."""
     amount = int(width * 0.5 * blur)
     least = max(amount // 2, 1)
     top, right, bottom, left = (max(least, int(side * percent / 100))
@@ -42,9 +39,15 @@ def box_mask(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 
     mask[top:max(height - bottom, top), left:max(width - right, left)] = 1.0
     if amount <= 0:
         return mask
-    mask = cv2.GaussianBlur(mask, (0, 0), amount * 0.25)
+    return cv2.GaussianBlur(mask, (0, 0), amount * 0.25)
+
+
+def box_mask(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 0)) -> np.ndarray:
+    """`blurred_box`, lowered by its largest border value and stretched back to 1: FaceFusion's blurred mask still
+    holds about 5 % at the crop's border, a faint seam when pasted back; here the border is exactly 0."""
+    mask = blurred_box(height, width, blur, padding)
     edge = float(max(mask[0].max(), mask[-1].max(), mask[:, 0].max(), mask[:, -1].max()))
-    if edge >= 1.0:
+    if edge >= 1.0 or edge <= 0.0:
         return mask
     return np.clip((mask - np.float32(edge)) / np.float32(1.0 - edge), 0.0, 1.0).astype(np.float32)
 

@@ -7,6 +7,7 @@ embeddings at cosine >= 0.9999; boxes and points within 0.5 px.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ MIN_PSNR = 45.0
 MAX_LEVELS = 2.0
 MIN_COSINE = 0.9999
 MAX_PIXELS = 0.5
+FACEFUSION_COMMIT = "33cc6b40"
 
 
 @cache
@@ -67,3 +69,32 @@ def assert_vector_close(actual: np.ndarray, expected: np.ndarray, what: str, sca
 def mask_float(recorded_mask: np.ndarray) -> np.ndarray:
     """A recorded mask (uint8 x 255) as float in [0, 1]."""
     return recorded_mask.astype(np.float32) / 255.0
+
+
+@dataclass
+class Figures:
+    """The agreement measured, one row per comparison, in the order the tests ran."""
+
+    rows: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+    def image(self, area: str, model: str, stage: str, actual: np.ndarray, expected: np.ndarray) -> None:
+        """assert_image_close, and the row."""
+        value = assert_image_close(actual, expected, f"{model} {stage}")
+        largest = float(np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64)).max())
+        figure = "identical" if value == float("inf") else f"{value:.1f} dB (largest {largest:.0f} levels)"
+        self.rows.append((area, model, stage, figure))
+
+    def vector(self, area: str, model: str, stage: str, actual: np.ndarray, expected: np.ndarray,
+               scale: bool = True) -> None:
+        """assert_vector_close, and the row."""
+        assert_vector_close(actual, expected, f"{model} {stage}", scale)
+        norm = float(np.linalg.norm(actual) / np.linalg.norm(expected))
+        self.rows.append((area, model, stage, f"cosine {cosine(actual, expected):.6f}, norm x{norm:.4f}"))
+
+    def note(self, area: str, model: str, stage: str, figure: str) -> None:
+        self.rows.append((area, model, stage, figure))
+
+    def markdown(self) -> str:
+        lines = [f"| area | model | stage | against FaceFusion {FACEFUSION_COMMIT} |", "| --- | --- | --- | --- |"]
+        lines += [f"| {area} | {model} | {stage} | {figure} |" for area, model, stage, figure in self.rows]
+        return "\n".join(lines) + "\n"
