@@ -71,30 +71,53 @@ def mask_float(recorded_mask: np.ndarray) -> np.ndarray:
     return recorded_mask.astype(np.float32) / 255.0
 
 
+@dataclass(frozen=True)
+class Row:
+    area: str
+    model: str
+    stage: str
+    figure: str
+    score: float
+    """For the summary's worst case: dB for images (inf when identical), cosine x 100 for vectors."""
+
+
 @dataclass
 class Figures:
     """The agreement measured, one row per comparison, in the order the tests ran."""
 
-    rows: list[tuple[str, str, str, str]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
 
     def image(self, area: str, model: str, stage: str, actual: np.ndarray, expected: np.ndarray) -> None:
         """assert_image_close, and the row."""
         value = assert_image_close(actual, expected, f"{model} {stage}")
         largest = float(np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64)).max())
         figure = "identical" if value == float("inf") else f"{value:.1f} dB (largest {largest:.0f} levels)"
-        self.rows.append((area, model, stage, figure))
+        self.rows.append(Row(area, model, stage, figure, value))
 
     def vector(self, area: str, model: str, stage: str, actual: np.ndarray, expected: np.ndarray,
                scale: bool = True) -> None:
         """assert_vector_close, and the row."""
         assert_vector_close(actual, expected, f"{model} {stage}", scale)
+        value = cosine(actual, expected)
         norm = float(np.linalg.norm(actual) / np.linalg.norm(expected))
-        self.rows.append((area, model, stage, f"cosine {cosine(actual, expected):.6f}, norm x{norm:.4f}"))
+        self.rows.append(Row(area, model, stage, f"cosine {value:.6f}, norm x{norm:.4f}", 100 * value))
 
     def note(self, area: str, model: str, stage: str, figure: str) -> None:
-        self.rows.append((area, model, stage, figure))
+        """A row that is no agreement claim (a stage where slimfuse differs on purpose): left out of the summary."""
+        self.rows.append(Row(area, model, stage, figure, float("nan")))
 
     def markdown(self) -> str:
-        lines = [f"| area | model | stage | against FaceFusion {FACEFUSION_COMMIT} |", "| --- | --- | --- | --- |"]
-        lines += [f"| {area} | {model} | {stage} | {figure} |" for area, model, stage, figure in self.rows]
+        """The summary (per model: the stages compared and the worst agreement) and every comparison."""
+        models: dict[tuple[str, str], list[Row]] = {}
+        for row in self.rows:
+            models.setdefault((row.area, row.model), []).append(row)
+        lines = ["## Summary", "", "| area | model | comparisons | worst (stage) | FaceFusion |",
+                 "| --- | --- | --- | --- | --- |"]
+        for (area, model), rows in models.items():
+            claims = [row for row in rows if not np.isnan(row.score)]
+            worst = min(claims, key=lambda row: row.score) if claims else None
+            shown = f"{worst.figure} ({worst.stage})" if worst else "-"
+            lines.append(f"| {area} | {model} | {len(claims)} | {shown} | {FACEFUSION_COMMIT} |")
+        lines += ["", "## Every comparison", "", "| area | model | stage | against FaceFusion |", "| --- | --- | --- | --- |"]
+        lines += [f"| {row.area} | {row.model} | {row.stage} | {row.figure} |" for row in self.rows]
         return "\n".join(lines) + "\n"
