@@ -15,7 +15,7 @@ import pytest
 
 import neural_models as nm
 from parity import standins
-from parity.reference import Figures, cosine, geometry, mask_float, psnr, recorded
+from parity.reference import Figures, cosine, geometry, mask_float, psnr, recorded, session_settings
 from processor_parts import make_swapper
 from slimfuse.config import SwapOptions
 from slimfuse.config import MaskOptions
@@ -53,7 +53,7 @@ def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
     for contract in (*standins.SWAPPERS, *standins.CONVERTERS):
         standins.write(contract.name, root / "placed")
     nm.save(nm.recognizer(), root / "placed", "arcface_w600k_r50")  # reads the target faces for the weight
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"))
+    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
 
 
 @pytest.fixture(scope="module")
