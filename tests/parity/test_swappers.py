@@ -19,6 +19,7 @@ from parity.reference import Figures, cosine, geometry, mask_float, psnr, record
 from processor_parts import make_swapper
 from slimfuse.config import SwapOptions
 from slimfuse.config import MaskOptions
+from slimfuse.faces.recognize import ArcFaceRecognizer
 from slimfuse.faces.align import (LEFT_EYE_RING, align_matrix, LEFT_MOUTH_CORNER, NOSE_TIP, RIGHT_EYE_RING, RIGHT_MOUTH_CORNER,
                                   transform_points, warp_face)
 from slimfuse.memory.batching import AdaptiveBatcher
@@ -205,3 +206,18 @@ def test_the_weight_reaches_the_model_per_face(parity_pool: ModelPool, target_rg
         (result,) = swapper.process([crop_of(crop, matrix)], prepared)
         outputs[weight] = result.image.astype(np.float64)
     assert np.abs(outputs[0.0] - outputs[0.5]).mean() > 1.0
+
+
+@pytest.mark.parametrize("model", ["inswapper_128", "hyperswap_1a_256", "simswap_unofficial_512"])
+def test_the_target_identity_read_from_the_crop(parity_pool: ModelPool, model: str, target_rgb: np.ndarray,
+                                                figures: Figures) -> None:
+    """The weight's target embedding comes from the swapper's crop realigned to ArcFace's template (the frame is
+    gone by then); FaceFusion reads it from the frame. The two agree closely."""
+    swapper = processor(parity_pool, model, parity_pool.store.catalog.get(model).io.crop_size)  # type: ignore[union-attr]
+    crop, matrix = warp_face(target_rgb, five("target"), swapper.template, swapper.size)
+    recognizer = ArcFaceRecognizer(parity_pool)
+    from_crop = recognizer.raw_embeddings([recognizer.aligned(crop, transform_points(matrix, five("target")))])
+    from_frame = recognizer.raw_embeddings([recognizer.aligned(target_rgb, five("target"))])
+    assert cosine(from_crop, from_frame) >= 0.999
+    figures.note(AREA, model, "target identity from the crop against the frame",
+                 f"cosine {cosine(from_crop, from_frame):.5f}")
