@@ -58,8 +58,9 @@ class FaceMasker:
         return crop_masks(images, self.options, occluder=occluder, parser=parser, mesh=mesh)
 
     def for_enhancer(self) -> FaceMasker:
-        """The face enhancer's masker, as FaceFusion has it: the box with the blur but no padding, and the
-        occlusion and region masks when selected; not the mesh oval, so hair and the face's edge are enhanced too."""
-        kept = tuple(name for name in self.options.face_mask_types if name in ("occlusion", "region"))
+        """The face enhancer's masker, as FaceFusion 3.8.1's enhancer has it: the box with the blur but no padding,
+        and the occlusion mask when selected; not the region mask nor the mesh oval, so hair, skin and the face's
+        edge are enhanced alike."""
+        kept = ("occlusion",) if "occlusion" in self.options.face_mask_types else ()
         return FaceMasker(self.pool, replace(self.options, face_mask_types=("box", *kept),
                                              face_mask_padding=(0, 0, 0, 0)), self.oval)

@@ -32,7 +32,8 @@ HIDDEN = 8
 @dataclass(frozen=True)
 class Tensor:
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[int | str, ...]
+    """Fixed sizes as ints; a named (str) axis takes any size, as in the published file."""
     dtype: int = TensorProto.FLOAT
 
 
@@ -40,8 +41,9 @@ class Tensor:
 class Contract:
     """One model file's signature and what the stand-in computes.
 
-    kind: "swapper" (target image + source identity -> image), "image" (image -> image of the same size: enhancers),
-    "converter" (512 -> 512).
+    kind: "swapper" (target image + source identity -> image), "image" (image -> image of the same size: the face
+    enhancers, CodeFormer with its fidelity `weight` as a second input), "upscaler" (image -> image `scale` times
+    larger: the frame enhancers), "converter" (512 -> 512).
     activation: the output's last op, giving its range: "sigmoid" (0..1) or "tanh" (-1..1)."""
 
     name: str
@@ -53,6 +55,8 @@ class Contract:
     """inswapper: a 512 x 512 matrix as the graph's last initializer, read by no node (as in the published file)."""
     half_weights: bool = False
     """Weights stored in float16 behind Cast nodes (the _fp16 files); inputs and outputs stay float32."""
+    scale: int = 1
+    """upscaler: how many times larger the output is per side."""
 
 
 def _swapper(name: str, size: int, source: Tensor, activation: str = "sigmoid", emap: bool = False,
@@ -80,7 +84,33 @@ SWAPPERS: tuple[Contract, ...] = (
 CONVERTERS: tuple[Contract, ...] = tuple(
     Contract(name, "converter", (Tensor("input", (1, 512)),), (Tensor("output", (1, 512)),))
     for name in ("crossface_ghost", "crossface_hififace", "crossface_simswap"))
-CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (*SWAPPERS, *CONVERTERS)}
+
+
+def _face_enhancer(name: str, size: int, weight: bool = False) -> Contract:
+    """FaceFusion's face_enhancer feeds `input` (and CodeFormer's `weight`, float64 [1]) and reads the first output
+    in [-1, 1]."""
+    extra = (Tensor("weight", (1,), TensorProto.DOUBLE),) if weight else ()
+    return Contract(name, "image", (Tensor("input", (1, 3, size, size)), *extra),
+                    (Tensor("output", (1, 3, size, size)),), "tanh")
+
+
+FACE_ENHANCERS: tuple[Contract, ...] = (
+    _face_enhancer("gfpgan_1.2", 512),
+    _face_enhancer("gfpgan_1.3", 512),
+    _face_enhancer("gfpgan_1.4", 512),
+    _face_enhancer("codeformer", 512, weight=True),
+    _face_enhancer("gpen_bfr_256", 256),
+    _face_enhancer("gpen_bfr_512", 512),
+    _face_enhancer("gpen_bfr_1024", 1024),
+    _face_enhancer("restoreformer_plus_plus", 512),
+)
+FRAME_ENHANCERS: tuple[Contract, ...] = tuple(
+    Contract(f"real_esrgan_x{scale}", "upscaler", (Tensor("input", (1, 3, "height", "width")),),
+             (Tensor("output", (1, 3, f"height_x{scale}", f"width_x{scale}")),), scale=scale)
+    for scale in (2, 4))
+"""FaceFusion's frame_enhancer feeds `input` (RGB / 255, 256 px tiles) and reads the first output in [0, 1]."""
+CONTRACTS: dict[str, Contract] = {contract.name: contract
+                                  for contract in (*SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS)}
 
 
 def seed_of(name: str) -> int:
@@ -135,6 +165,19 @@ class _Graph:
         detail = self.conv(hidden, HIDDEN, 3, 3, gain=1.0)
         return self.node("Add", [mixed, detail])
 
+    def fidelity_vector(self, weight: Tensor) -> str:
+        """A scalar input (CodeFormer's float64 weight) as an [1, HIDDEN, 1, 1] bias along a random direction."""
+        as_float = self.node("Cast", [weight.name], to=TensorProto.FLOAT)
+        return self.node("Mul", [as_float, self.weight((1, HIDDEN, 1, 1), 2.0)])
+
+    def upscaled_body(self, x: str, channels_in: int, scale: int) -> str:
+        """The image body with scale x scale values per input pixel, moved into place (DepthToSpace)."""
+        channels = 3 * scale * scale
+        mixed = self.conv(x, channels_in, channels, 1, gain=1.5)
+        hidden = self.node("Tanh", [self.conv(x, channels_in, HIDDEN, 3, gain=2.0)])
+        detail = self.conv(hidden, HIDDEN, channels, 3, gain=1.0)
+        return self.node("DepthToSpace", [self.node("Add", [mixed, detail])], blocksize=scale, mode="DCR")
+
     def identity_vector(self, source: Tensor) -> str:
         """The source input as an [1, HIDDEN, 1, 1] bias: a random projection of the embedding, or of the whole
         source picture (a strided convolution, flattened, projected)."""
@@ -167,9 +210,16 @@ def build(name: str) -> onnx.ModelProto:
         matrix = graph.weight((512, 512), 1.0 / np.sqrt(512))
         product = graph.node("MatMul", [first.name, matrix])
         graph.node("Tanh", [product], contract.outputs[0].name)
+    elif contract.kind == "upscaler":
+        body = graph.upscaled_body(first.name, int(first.shape[1]), contract.scale)
+        graph.node("Sigmoid", [body], contract.outputs[0].name)
     else:
-        conditioning = graph.identity_vector(contract.inputs[1]) if contract.kind == "swapper" else None
-        body = graph.image_body(first.name, first.shape[1], conditioning)
+        conditioning = None
+        if contract.kind == "swapper":
+            conditioning = graph.identity_vector(contract.inputs[1])
+        elif len(contract.inputs) > 1:  # CodeFormer's fidelity
+            conditioning = graph.fidelity_vector(contract.inputs[1])
+        body = graph.image_body(first.name, int(first.shape[1]), conditioning)
         graph.node("Sigmoid" if contract.activation == "sigmoid" else "Tanh", [body], contract.outputs[0].name)
         for extra in contract.outputs[1:]:  # hyperswap's mask
             logits = graph.conv(body, 3, extra.shape[1], 3)

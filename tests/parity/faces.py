@@ -1,0 +1,28 @@
+"""slimfuse faces at the parity geometry (tests/parity/geometry.json), so slimfuse aligns the very points FaceFusion
+was given."""
+from __future__ import annotations
+
+import numpy as np
+
+from parity.reference import geometry
+from slimfuse.faces.align import LEFT_EYE_RING, LEFT_MOUTH_CORNER, NOSE_TIP, RIGHT_EYE_RING, RIGHT_MOUTH_CORNER
+from slimfuse.faces.types import Face
+
+MESH_POINTS = 468
+
+
+def mesh_face(person: str) -> Face:
+    """`person`'s ("target" or "source") face, its mesh placed so that slimfuse's five alignment points
+    (`five_points`: the mean of each eye's ring, the nose tip, the mouth corners) are geometry.json's five."""
+    recorded = geometry()[person]
+    five = np.asarray(recorded["five"], dtype=np.float64)
+    landmarks = np.zeros((MESH_POINTS, 3), dtype=np.float64)
+    landmarks[list(RIGHT_EYE_RING), :2] = five[0]
+    landmarks[list(LEFT_EYE_RING), :2] = five[1]
+    for index, point in zip((NOSE_TIP, RIGHT_MOUTH_CORNER, LEFT_MOUTH_CORNER), five[2:], strict=True):
+        landmarks[index, :2] = point
+    keypoints = np.zeros((6, 2), dtype=np.float32)
+    keypoints[:3] = five[:3]
+    keypoints[3] = five[3:].mean(axis=0)
+    return Face(box=np.asarray(recorded["box"], dtype=np.float32), score=1.0, keypoints=keypoints,
+                landmarks=landmarks.astype(np.float32))
