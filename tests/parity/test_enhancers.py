@@ -20,7 +20,7 @@ import pytest
 import neural_models as nm
 from parity import standins
 from parity.faces import mesh_face
-from parity.reference import MAX_PIXELS, assert_image_close, mask_float, recorded
+from parity.reference import MAX_PIXELS, assert_image_close, mask_float, recorded, session_settings
 from processor_parts import box_masker, make_enhancer
 from slimfuse.faces.align import transform_points
 from slimfuse.models.pool import ModelPool
@@ -42,7 +42,7 @@ def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
     root = tmp_path_factory.mktemp("parity_enhancers")
     for name in MODELS:
         standins.write(name, root / "placed")
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"))
+    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
 
 
 def enhancer(pool: ModelPool, model: str, weight: float = 0.5) -> EnhanceProcessor:

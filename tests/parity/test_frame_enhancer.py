@@ -24,7 +24,7 @@ import pytest
 
 import neural_models as nm
 from parity import standins
-from parity.reference import assert_image_close, recorded
+from parity.reference import assert_image_close, recorded, session_settings
 from slimfuse.config import EnhanceOptions
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
@@ -45,7 +45,7 @@ def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
     root = tmp_path_factory.mktemp("parity_frame_enhancer")
     for name in MODELS:
         standins.write(name, root / "placed")
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"))
+    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
 
 
 def frame_enhancer(pool: ModelPool, model: str, tile: int = 256, overlap: int = 24, blend: int = BLEND,
