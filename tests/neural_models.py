@@ -324,7 +324,7 @@ def yunet_outputs(plants: Sequence[Plant]) -> list[np.ndarray]:
     for stride, row, col, score, box, kps in plants:
         level, anchor = DETECTOR_STRIDES.index(stride), np.array([col * stride, row * stride], dtype=np.float64)
         index = row * detector_cells(stride) + col
-        cls[level][0, index], obj[level][0, index] = 1.0, score * score  # the score is sqrt(cls * obj)
+        cls[level][0, index], obj[level][0, index] = 1.0, score  # the score is cls x obj
         centre, size = (np.asarray(box[:2]) + box[2:]) / 2, np.asarray(box[2:]) - box[:2]
         boxes[level][0, index] = np.concatenate([(centre - anchor) / stride, np.log(size / stride)])
         points[level][0, index] = ((np.asarray(kps) - anchor) / stride).reshape(-1)

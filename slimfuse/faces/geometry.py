@@ -49,3 +49,13 @@ def invert_affine(matrix: np.ndarray) -> np.ndarray:
 def apply_affine(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Map N x 2 points through a 2x3 affine."""
     return points @ matrix[:, :2].T + matrix[:, 2]
+
+
+def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float) -> np.ndarray:
+    """Indices of the boxes kept by non-maximum suppression, best score first: each box in turn, highest score
+    first (ties in their given order), is kept unless its IoU with a box already kept is above `threshold`."""
+    kept: list[int] = []
+    for index in np.argsort(-np.asarray(scores), kind="stable"):
+        if not kept or not (iou(boxes[index], boxes[kept]) > threshold).any():
+            kept.append(int(index))
+    return np.array(kept, dtype=np.int64)

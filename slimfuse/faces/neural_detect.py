@@ -1,9 +1,11 @@
 """Face detection with the neural detectors users bring: SCRFD / RetinaFace, YuNet and YOLOv8-face.
 
-Each model sees the image letterboxed to its square input (corner-aligned scale, black border, as
-`detect.letterbox`); large images are also searched in overlapping tiles (`detect.tiles`) so small faces reach
-the model at full resolution, and all detections merge by weighted NMS (`detect.weighted_nms`). The result has
-the same shape as `FaceDetector.detect`: faces largest first, 6 keypoints each (see `six_keypoints`).
+Each model sees the image as FaceFusion 3.8.1 gives it: shrunk to fit the model's square when larger (never
+enlarged), in its top-left corner on black, BGR; its outputs decode as FaceFusion's do, and the faces found go
+through the same non-maximum suppression (`geometry.nms`, IoU 0.4). Large images are also searched in overlapping
+tiles (`blazeface.tiles`) so small faces reach the model at full resolution; a face found in several tiles is kept
+once, by the same suppression. The result has the same shape as `FaceDetector.detect`: faces largest first, boxes
+within the image, 6 keypoints each (see `six_keypoints`).
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from slimfuse.faces.blazeface import Session, drop_cut_faces, tiles, weighted_nms
+from slimfuse.faces.blazeface import Session, drop_cut_faces, tiles
+from slimfuse.faces.geometry import nms
 from slimfuse.faces.types import Face
 from slimfuse.models.neural.detectors import DETECTORS
 
@@ -26,12 +29,13 @@ STRIDES = (8, 16, 32)
 EAR_ACROSS = 1.05
 EAR_DOWN = 0.25
 
-# How each model's outputs are laid out and which channel order it was trained on.
+# How each model's outputs are laid out and whether it is fed BGR. FaceFusion feeds every detector its BGR frame
+# (insightface's own SCRFD code and Ultralytics' would swap to RGB); slimfuse feeds them as FaceFusion does.
 _LAYOUTS: MappingProxyType[str, tuple[Decoder, bool]] = MappingProxyType({
-    "scrfd_2.5g": ("scrfd", False),
-    "retinaface_10g": ("scrfd", False),
+    "scrfd_2.5g": ("scrfd", True),
+    "retinaface_10g": ("scrfd", True),
     "yunet": ("yunet", True),
-    "yolo_face": ("yolo", False),
+    "yolo_face": ("yolo", True),
 })
 
 
@@ -104,16 +108,22 @@ def six_keypoints(points: np.ndarray) -> np.ndarray:
     return np.stack([right_eye, left_eye, nose, mouth, right_ear, left_ear]).astype(np.float32)
 
 
-def letterbox(image: np.ndarray, spec: NeuralDetectorSpec) -> tuple[np.ndarray, float]:
-    """The NCHW float32 input of `image` scaled to fit the model's square (black right/bottom border), and the scale."""
+def letterbox(image: np.ndarray, spec: NeuralDetectorSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The NCHW float32 input of RGB `image`: shrunk (bilinear) to fit the model's square when larger, never enlarged,
+    in its top-left corner on black; and the image pixels per input pixel along x and y, to map detections back."""
     height, width = image.shape[:2]
-    scale = spec.size / max(height, width)
-    matrix = np.array([[scale, 0, 0], [0, scale, 0]], dtype=np.float64)
-    boxed = cv2.warpAffine(image, matrix, (spec.size, spec.size), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
+    fitted = image
+    if height > spec.size or width > spec.size:
+        scale = min(spec.size / height, spec.size / width)
+        # FaceFusion's sizes (truncated), so that both feed the model the same picture
+        fitted = cv2.resize(image, (int(width * scale), int(height * scale)), interpolation=cv2.INTER_LINEAR)
+    boxed = np.zeros((spec.size, spec.size, 3), dtype=np.uint8)
+    boxed[:fitted.shape[0], :fitted.shape[1]] = fitted
     if spec.bgr:
         boxed = boxed[:, :, ::-1]
     tensor = (boxed.astype(np.float32) - np.float32(spec.offset)) / np.float32(spec.divisor)
-    return np.ascontiguousarray(tensor.transpose(2, 0, 1)[None]), scale
+    ratio = np.array([width / fitted.shape[1], height / fitted.shape[0]])
+    return np.ascontiguousarray(tensor.transpose(2, 0, 1)[None]), ratio
 
 
 def anchor_points(size: int, stride: int, per_cell: int) -> np.ndarray:
@@ -126,11 +136,12 @@ def anchor_points(size: int, stride: int, per_cell: int) -> np.ndarray:
 
 def decode_scrfd(outputs: list[np.ndarray], size: int, threshold: float) -> Decoded:
     """SCRFD / RetinaFace: per stride, scores, then (left, top, right, bottom) distances and keypoint offsets
-    from the anchor, in units of the stride; outputs ordered scores x3, boxes x3, keypoints x3."""
+    from the anchor, in units of the stride; outputs ordered scores x3, boxes x3, keypoints x3. Every decoder keeps
+    the anchors scoring above `threshold`, in the model's order, in input pixels."""
     found: list[Decoded] = []
     for index, stride in enumerate(STRIDES):
         scores = outputs[index].reshape(-1)
-        keep = scores >= threshold
+        keep = scores > threshold
         anchors = anchor_points(size, stride, 2)[keep]
         distances = outputs[index + 3].reshape(-1, 4)[keep] * stride
         offsets = outputs[index + 6].reshape(-1, 5, 2)[keep] * stride
@@ -140,15 +151,13 @@ def decode_scrfd(outputs: list[np.ndarray], size: int, threshold: float) -> Deco
 
 
 def decode_yunet(outputs: list[np.ndarray], size: int, threshold: float) -> Decoded:
-    """YuNet 2023mar: per stride, class and objectness scores (the score is their geometric mean, as OpenCV's
-    FaceDetectorYN has it), a box as centre offset and log size, and keypoint offsets, in units of the stride;
-    outputs ordered cls x3, obj x3, bbox x3, kps x3."""
+    """YuNet 2023mar: per stride, class and objectness scores (the score is their product, as FaceFusion has it;
+    OpenCV's FaceDetectorYN takes its square root), a box as centre offset and log size, and keypoint offsets, in
+    units of the stride; outputs ordered cls x3, obj x3, bbox x3, kps x3."""
     found: list[Decoded] = []
     for index, stride in enumerate(STRIDES):
-        cls = np.clip(outputs[index].reshape(-1), 0, 1)
-        obj = np.clip(outputs[index + 3].reshape(-1), 0, 1)
-        scores = np.sqrt(cls * obj)
-        keep = scores >= threshold
+        scores = outputs[index].reshape(-1) * outputs[index + 3].reshape(-1)
+        keep = scores > threshold
         anchors = anchor_points(size, stride, 1)[keep]
         raw = outputs[index + 6].reshape(-1, 4)[keep]
         centres = anchors + raw[:, :2] * stride
@@ -162,7 +171,7 @@ def decode_yolo(outputs: list[np.ndarray], size: int, threshold: float) -> Decod
     """YOLOv8-face: one [1, 20, N] output; per anchor cx, cy, w, h, score, then 5 x (x, y, visibility), all in
     input pixels (the head has already applied its anchors and strides)."""
     rows = outputs[0].reshape(20, -1).T
-    keep = rows[:, 4] >= threshold
+    keep = rows[:, 4] > threshold
     rows = rows[keep]
     centres, half = rows[:, :2], rows[:, 2:4] / 2
     points = rows[:, 5:20].reshape(-1, 5, 3)[:, :, :2]
@@ -203,24 +212,27 @@ class NeuralFaceDetector:
             offset = np.array([x0, y0], dtype=np.float32)
             found.append((boxes + np.tile(offset, 2), points + offset, scores))
         boxes, points, scores = _concatenate(found)
-        if not len(scores):
-            return []
-        merged = weighted_nms(boxes, points, scores, self.options.nms_iou)
+        keep = nms(boxes, scores, self.options.nms_iou)  # one face seen in several tiles
         limit = np.array([width, height, width, height], dtype=np.float32)
-        detections = [Detection(box=np.clip(box, 0, limit).astype(np.float32), score=score, points=kps)
-                      for box, kps, score in merged]
+        detections = [Detection(box=np.clip(boxes[i], 0, limit).astype(np.float32), score=float(scores[i]),
+                                points=points[i]) for i in keep]
         return sorted(detections, key=lambda d: -float(max(d.box[2] - d.box[0], d.box[3] - d.box[1])))
 
     def run(self, crop: np.ndarray) -> Decoded:
-        """The model's detections in one image (or tile), merged, in that image's pixels."""
-        tensor, scale = letterbox(crop, self.spec)
+        """The model's detections in one image (or tile), in that image's pixels, after non-maximum suppression
+        there (best score first), boxes not clipped."""
+        tensor, ratio = letterbox(crop, self.spec)
         outputs = self.session.run(None, {self.spec.input_name: tensor})
-        decoded = _DECODERS[self.spec.decoder](outputs, self.spec.size, self.options.score)
-        if not len(decoded[2]):
-            return decoded
-        merged = weighted_nms(*decoded, self.options.nms_iou)
+        boxes, points, scores = self.decode(outputs, ratio)
+        keep = nms(boxes, scores, self.options.nms_iou)
+        return boxes[keep], points[keep], scores[keep]
+
+    def decode(self, outputs: list[np.ndarray], ratio: np.ndarray) -> Decoded:
+        """Every face in the model's outputs scoring above the threshold, in the model's order, mapped to the
+        image by `ratio` (image pixels per input pixel along x and y; see `letterbox`)."""
+        boxes, points, scores = _DECODERS[self.spec.decoder](outputs, self.spec.size, self.options.score)
         return (
-            np.array([m[0] for m in merged], dtype=np.float32).reshape(-1, 4) / np.float32(scale),
-            np.array([m[1] for m in merged], dtype=np.float32).reshape(-1, 5, 2) / np.float32(scale),
-            np.array([m[2] for m in merged], dtype=np.float32),
+            (boxes * np.tile(ratio, 2)).astype(np.float32),
+            (points * ratio).astype(np.float32),
+            scores,
         )

@@ -15,6 +15,7 @@ from slimfuse.metrics import psnr
 from slimfuse.cli.main import main
 from slimfuse.faces.align import five_points
 from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.faces.neural_detect import detector_spec, letterbox
 from slimfuse.models.pool import ModelPool
 
 
@@ -43,12 +44,12 @@ def test_a_neural_detector_decides_which_face_is_swapped(models_dir: Path, tmp_p
                                                           grace_hopper: np.ndarray, grace_hopper_path: Path,
                                                           astronaut: np.ndarray) -> None:
     # The stand-in detector plants one face, at the place of Grace Hopper's face in her photo (the source), in
-    # the letterboxed input. The target has the source's size and the astronaut's face at that same place, and a
-    # second, small face that BlazeFace finds too.
+    # the detector's input (where the photo, which fits, is as it is). The target has the source's size and the
+    # astronaut's face at that same place, and a second, small face that BlazeFace finds too.
     face = FaceAnalyser(pool).faces(grace_hopper)[0]
     assert face.landmarks is not None
-    scale = nm.DETECTOR_SIZE / max(grace_hopper.shape[:2])
-    box, points = face.box * scale, five_points(face.landmarks) * scale
+    _, ratio = letterbox(grace_hopper, detector_spec("scrfd_2.5g"))
+    box, points = face.box / np.tile(ratio, 2), five_points(face.landmarks) / ratio
     centre = (box[:2] + box[2:]) / 2
     plant = (16, int(centre[1] // 16), int(centre[0] // 16), 0.9, tuple(box), tuple(map(tuple, points)))
     nm.save(nm.planted_detector("scrfd_2.5g", [plant]), models_dir, "scrfd_2.5g")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 import onnx
 import pytest
@@ -44,33 +45,35 @@ PLANTS = [
 
 @pytest.mark.parametrize("name", list(nm.DETECTOR_PLANTERS))
 @pytest.mark.parametrize("photo_name", ["grace_hopper", "astronaut"])
+@pytest.mark.parametrize("enlarged", [1, 2], ids=["fits", "shrunk"])
 def test_decoding_gives_back_the_planted_faces_in_image_pixels(tmp_path: Path, name: str, photo_name: str,
-                                                               request: pytest.FixtureRequest) -> None:
+                                                               enlarged: int, request: pytest.FixtureRequest) -> None:
     photo = request.getfixturevalue(photo_name)
+    photo = cv2.resize(photo, None, fx=enlarged, fy=enlarged) if enlarged > 1 else photo
     session = _constant_session(tmp_path, name, nm.DETECTOR_PLANTERS[name](PLANTS))
-    found = NeuralFaceDetector(session, detector_spec(name)).detections(photo)
-    scale = SIZE / max(photo.shape[:2])
+    found = NeuralFaceDetector(session, detector_spec(name)).detections(photo, scan_tiles=False)
+    # a photo that fits is never enlarged; a larger one is shrunk to FaceFusion's (truncated) size
+    height, width = photo.shape[:2]
+    scale = min(1.0, SIZE / height, SIZE / width)
+    ratio = np.array([width / int(width * scale), height / int(height * scale)])
     assert len(found) == len(PLANTS)
     for detection, (_, _, _, score, box, kps) in zip(found, PLANTS, strict=True):  # largest first
-        np.testing.assert_allclose(detection.box, np.array(box) / scale, atol=1e-3)
-        np.testing.assert_allclose(detection.points, np.array(kps) / scale, atol=1e-3)
+        np.testing.assert_allclose(detection.box, np.array(box) * np.tile(ratio, 2), atol=1e-3)
+        np.testing.assert_allclose(detection.points, np.array(kps) * ratio, atol=1e-3)
         assert detection.score == pytest.approx(score, abs=1e-5)
 
 
-def test_duplicates_merge_into_their_score_weighted_mean(tmp_path: Path, grace_hopper: np.ndarray) -> None:
+def test_overlapping_faces_keep_the_best_one_as_it_is(tmp_path: Path, grace_hopper: np.ndarray) -> None:
     base = PLANTS[0]
     shifted = (16, 12, 16, 0.6, tuple(v + 6.0 for v in base[4]), tuple((x + 6.0, y + 2.0) for x, y in base[5]))
-    weak = (16, 30, 30, 0.49, (440.0, 460.0, 520.0, 560.0), base[5])  # below the 0.5 score threshold
-    session = _constant_session(tmp_path, "scrfd_2.5g", nm.scrfd_outputs([base, shifted, weak]))
+    beside = (16, 12, 19, 0.8, (260.0, 150.0, 360.0, 290.0), tuple((x + 60.0, y) for x, y in base[5]))  # IoU 0.25
+    weak = (16, 30, 30, 0.5, (440.0, 460.0, 520.0, 560.0), base[5])  # not above the 0.5 score threshold
+    session = _constant_session(tmp_path, "scrfd_2.5g", nm.scrfd_outputs([base, shifted, beside, weak]))
     found = NeuralFaceDetector(session, detector_spec("scrfd_2.5g")).detections(grace_hopper)
-    scale = SIZE / max(grace_hopper.shape[:2])
-    weights = np.array([base[3], shifted[3]])
-    assert len(found) == 1
-    expected_box = (np.array([base[4], shifted[4]]) * weights[:, None]).sum(0) / weights.sum()
-    expected_points = (np.array([base[5], shifted[5]]) * weights[:, None, None]).sum(0) / weights.sum()
-    np.testing.assert_allclose(found[0].box, expected_box / scale, atol=1e-3)
-    np.testing.assert_allclose(found[0].points, expected_points / scale, atol=1e-3)
-    assert found[0].score == pytest.approx(0.9)
+    assert sorted(detection.score for detection in found) == pytest.approx([0.8, 0.9])
+    best = max(found, key=lambda detection: detection.score)
+    np.testing.assert_allclose(best.box, base[4], atol=1e-3)  # the overlapping 0.6 is dropped, not averaged in
+    np.testing.assert_allclose(best.points, base[5], atol=1e-3)
 
 
 def test_faces_follow_the_face_contract(tmp_path: Path, astronaut: np.ndarray) -> None:
@@ -98,14 +101,23 @@ def test_ears_are_placed_symmetrically_beside_the_eyes() -> None:
 def test_input_normalisation_and_channel_order() -> None:
     image = np.zeros((32, 64, 3), np.uint8)
     image[..., 0], image[..., 1], image[..., 2] = 200, 100, 10
-    scrfd, scale = letterbox(image, detector_spec("scrfd_2.5g"))
+    scrfd, ratio = letterbox(image, detector_spec("scrfd_2.5g"))
     yunet, _ = letterbox(image, detector_spec("yunet"))
     yolo, _ = letterbox(image, detector_spec("yolo_face"))
-    assert scale == SIZE / 64 and scrfd.shape == (1, 3, SIZE, SIZE)
-    np.testing.assert_allclose(scrfd[0, :, 5, 5], (np.array([200, 100, 10]) - 127.5) / 128, rtol=1e-6)
-    np.testing.assert_allclose(yunet[0, :, 5, 5], [10, 100, 200])  # BGR, 0..255
-    np.testing.assert_allclose(yolo[0, :, 5, 5], np.array([200, 100, 10]) / 255, rtol=1e-6)
-    np.testing.assert_allclose(scrfd[0, :, SIZE - 1, 5], -127.5 / 128)  # black letterbox border
+    assert scrfd.shape == (1, 3, SIZE, SIZE) and list(ratio) == [1.0, 1.0]  # not enlarged
+    bgr = np.array([10, 100, 200])  # every detector is fed BGR, as FaceFusion feeds its frames
+    np.testing.assert_allclose(scrfd[0, :, 5, 5], (bgr - 127.5) / 128, rtol=1e-6)
+    np.testing.assert_allclose(yunet[0, :, 5, 5], bgr)  # 0..255
+    np.testing.assert_allclose(yolo[0, :, 5, 5], bgr / 255, rtol=1e-6)
+    for x, y in ((64, 5), (5, 32), (SIZE - 1, SIZE - 1)):  # black to its right and below it
+        np.testing.assert_allclose(scrfd[0, :, y, x], -127.5 / 128)
+
+
+def test_a_larger_image_is_shrunk_into_the_corner() -> None:
+    image = np.full((960, 1280, 3), 200, np.uint8)
+    tensor, ratio = letterbox(image, detector_spec("yunet"))
+    assert list(ratio) == [2.0, 2.0]
+    assert (tensor[0, :, :480] == 200).all() and not tensor[0, :, 480:].any()
 
 
 # The marker detector: SCRFD's outputs, firing at a stride-8 anchor whose pixel is magenta and whose right

@@ -112,6 +112,17 @@ class Figures:
         norm = float(np.linalg.norm(actual) / np.linalg.norm(expected))
         self.rows.append(Row(area, model, stage, f"cosine {value:.6f}, norm x{norm:.4f}", 100 * value))
 
+    def within(self, area: str, model: str, stage: str, actual: np.ndarray, expected: np.ndarray, limit: float,
+               unit: str) -> None:
+        """Every value within `limit` of FaceFusion's (boxes and points: MAX_PIXELS), and the row (its score 100 at
+        no difference, 0 at the limit)."""
+        a, e = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+        assert a.shape == e.shape, f"{model} {stage}: shape {a.shape} against FaceFusion's {e.shape}"
+        largest = float(np.abs(a - e).max()) if a.size else 0.0
+        assert largest <= limit, f"{model} {stage}: {largest:.4g} {unit} from FaceFusion's (at most {limit})"
+        self.rows.append(Row(area, model, stage, f"largest difference {largest:.2g} {unit} ({a.size} values)",
+                             100 * (1 - largest / limit)))
+
     def note(self, area: str, model: str, stage: str, figure: str) -> None:
         """A row that is no agreement claim (a stage where slimfuse differs on purpose): left out of the summary."""
         self.rows.append(Row(area, model, stage, figure, float("nan")))

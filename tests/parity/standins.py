@@ -43,7 +43,8 @@ class Contract:
 
     kind: "swapper" (target image + source identity -> image), "image" (image -> image of the same size: the face
     enhancers, CodeFormer with its fidelity `weight` as a second input), "upscaler" (image -> image `scale` times
-    larger: the frame enhancers), "converter" (512 -> 512).
+    larger: the frame enhancers), "converter" (512 -> 512), "scrfd" / "yunet" / "yolo" (a face detector's raw
+    outputs, see DETECTORS), "recognizer" (aligned face -> embedding).
     activation: the output's last op, giving its range: "sigmoid" (0..1) or "tanh" (-1..1)."""
 
     name: str
@@ -109,8 +110,45 @@ FRAME_ENHANCERS: tuple[Contract, ...] = tuple(
              (Tensor("output", (1, 3, f"height_x{scale}", f"width_x{scale}")),), scale=scale)
     for scale in (2, 4))
 """FaceFusion's frame_enhancer feeds `input` (RGB / 255, 256 px tiles) and reads the first output in [0, 1]."""
-CONTRACTS: dict[str, Contract] = {contract.name: contract
-                                  for contract in (*SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS)}
+
+
+# Face analysis (FaceFusion's face_detector.py, face_recognizer.py). The inputs are the `input` FaceFusion feeds (the
+# detect frame, the aligned face; NCHW); the outputs come in the order FaceFusion reads them, by position. Neither
+# program reads the outputs' names: YuNet's are OpenCV's, the others say what the output holds. SCRFD and RetinaFace
+# take any size FaceFusion offers (160 to 640).
+DETECTOR_STRIDES = (8, 16, 32)
+DETECTOR_SIZE = 640
+
+
+def _scrfd(name: str) -> Contract:
+    """Per stride, [anchors, C]: scores (1), box distances (4), keypoint offsets (10); 2 anchors a cell, no batch."""
+    outputs = tuple(Tensor(f"{kind}_{stride}", (f"anchors_{stride}", width))
+                    for kind, width in (("score", 1), ("bbox", 4), ("kps", 10)) for stride in DETECTOR_STRIDES)
+    return Contract(name, "scrfd", (Tensor("input", (1, 3, "height", "width")),), outputs)
+
+
+def _yunet(name: str) -> Contract:
+    """Per stride, [1, cells, C]: class score, objectness, box (centre offset, log size), keypoint offsets."""
+    outputs = tuple(Tensor(f"{kind}_{stride}", (1, (DETECTOR_SIZE // stride) ** 2, width))
+                    for kind, width in (("cls", 1), ("obj", 1), ("bbox", 4), ("kps", 10))
+                    for stride in DETECTOR_STRIDES)
+    return Contract(name, "yunet", (Tensor("input", (1, 3, DETECTOR_SIZE, DETECTOR_SIZE)),), outputs)
+
+
+def _yolo(name: str) -> Contract:
+    """[1, 20, anchors]: centre, size, score, 5 x (x, y, visibility), in input pixels."""
+    anchors = sum((DETECTOR_SIZE // stride) ** 2 for stride in DETECTOR_STRIDES)
+    return Contract(name, "yolo", (Tensor("input", (1, 3, DETECTOR_SIZE, DETECTOR_SIZE)),),
+                    (Tensor("output", (1, 20, anchors)),))
+
+
+DETECTORS: tuple[Contract, ...] = (_scrfd("scrfd_2.5g"), _scrfd("retinaface_10g"), _yunet("yunet_2023_mar"),
+                                   _yolo("yoloface_8n"))
+RECOGNIZERS: tuple[Contract, ...] = (
+    Contract("arcface_w600k_r50", "recognizer", (Tensor("input", (1, 3, 112, 112)),), (Tensor("output", (1, 512)),)),
+)
+CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
+    *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS)}
 
 
 def seed_of(name: str) -> int:
@@ -206,7 +244,9 @@ def build(name: str) -> onnx.ModelProto:
     contract = CONTRACTS[name]
     graph = _Graph(contract)
     first = contract.inputs[0]
-    if contract.kind == "converter":
+    if contract.kind in FACE_ANALYSIS:
+        FACE_ANALYSIS[contract.kind](graph, contract)
+    elif contract.kind == "converter":
         matrix = graph.weight((512, 512), 1.0 / np.sqrt(512))
         product = graph.node("MatMul", [first.name, matrix])
         graph.node("Tanh", [product], contract.outputs[0].name)
@@ -243,3 +283,127 @@ def write(name: str, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         onnx.save(build(name), str(path))
     return path
+
+
+# Face analysis graphs. A detector's outputs come from a strided backbone (3x3 convolutions of stride 2 down to
+# strides 8, 16 and 32), so each output cell depends on its neighbourhood of the input; the score heads are biased so
+# that on the packaged photos 40 to 220 of the anchors pass FaceFusion's 0.5 threshold and NMS has overlaps to settle.
+
+def _constant(graph: _Graph, values: object) -> str:
+    name = graph.fresh("c")
+    graph.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=np.float32), name))
+    return name
+
+
+def _affine(graph: _Graph, x: str, scale: object, shift: object) -> str:
+    """x * scale + shift, per channel (a value or one per channel of an NCHW tensor)."""
+    def per_channel(value: object) -> np.ndarray:
+        return np.asarray(value, dtype=np.float32).reshape(1, -1, 1, 1)
+
+    return graph.node("Add", [graph.node("Mul", [x, _constant(graph, per_channel(scale))]),
+                              _constant(graph, per_channel(shift))])
+
+
+def _features(graph: _Graph, x: str, last: int = 32) -> dict[int, str]:
+    """Feature maps (HIDDEN channels) at strides 8, 16, ... `last`."""
+    found: dict[int, str] = {}
+    channels, stride = 3, 1
+    while stride < last:
+        x = graph.node("Tanh", [graph.conv(x, channels, HIDDEN, 3, gain=2.0, stride=2)])
+        channels, stride = HIDDEN, stride * 2
+        if stride >= 8:
+            found[stride] = x
+    return found
+
+
+def _head(graph: _Graph, feature: str, channels: int, activation: str | None = None, scale: object = 1.0,
+          shift: object = 0.0) -> str:
+    """A 3x3 convolution of a feature map to `channels`, through `activation`, then scaled and shifted."""
+    x = graph.conv(feature, HIDDEN, channels, 3)
+    if activation is not None:
+        x = graph.node(activation, [x])
+    return _affine(graph, x, scale, shift)
+
+
+def _score(graph: _Graph, feature: str, channels: int, bias: float) -> str:
+    """Sigmoid of a steep, biased logit: few cells above 0.5."""
+    return graph.node("Sigmoid", [_head(graph, feature, channels, scale=4.0, shift=bias)])
+
+
+def _rows(graph: _Graph, x: str, width: int, output: str, batch: bool = False) -> str:
+    """NCHW -> [cells x anchors, width] (with `batch`: [1, cells x anchors, width]), cells row by row."""
+    last = graph.node("Transpose", [x], perm=[0, 2, 3, 1])
+    return graph.node("Reshape", [last, graph.constant_ints((1, -1, width) if batch else (-1, width))], output)
+
+
+SCRFD_SCORE_BIAS = -5.0
+YUNET_SCORE_BIAS = -7.5
+YOLO_SCORE_BIAS = -5.0
+
+
+def _build_scrfd(graph: _Graph, contract: Contract) -> None:
+    features = _features(graph, contract.inputs[0].name)
+    names = iter(tensor.name for tensor in contract.outputs)
+    heads = {stride: (_score(graph, feature, 2, SCRFD_SCORE_BIAS),
+                      _head(graph, feature, 8, "Softplus", 1.5, 0.5),  # distances, 0.5 stride and more
+                      _head(graph, feature, 20, "Tanh", 2.5))  # keypoint offsets within 2.5 strides
+             for stride, feature in features.items()}
+    for part, width in enumerate((1, 4, 10)):
+        for stride in DETECTOR_STRIDES:
+            _rows(graph, heads[stride][part], width, next(names))
+
+
+def _build_yunet(graph: _Graph, contract: Contract) -> None:
+    centred = _affine(graph, contract.inputs[0].name, 1 / 127.5, -1.0)  # its input is 0..255
+    features = _features(graph, centred)
+    names = iter(tensor.name for tensor in contract.outputs)
+    heads = {stride: (graph.node("Sigmoid", [_head(graph, feature, 1, scale=2.0, shift=2.0)]),
+                      _score(graph, feature, 1, YUNET_SCORE_BIAS),
+                      _head(graph, feature, 4, "Tanh", (0.5, 0.5, 0.8, 0.8), (0.0, 0.0, 1.0, 1.0)),
+                      _head(graph, feature, 10, "Tanh", 2.5))
+             for stride, feature in features.items()}
+    for part, width in enumerate((1, 1, 4, 10)):
+        for stride in DETECTOR_STRIDES:
+            _rows(graph, heads[stride][part], width, next(names), batch=True)
+
+
+def _grid(cells: int, stride: int, repeats: int) -> np.ndarray:
+    """[1, 2 x repeats, cells, cells]: each cell's centre in input pixels, x then y, `repeats` times."""
+    ys, xs = np.mgrid[:cells, :cells]
+    centre = (np.stack([xs, ys]) + 0.5) * stride
+    return np.tile(centre, (repeats, 1, 1))[None]
+
+
+def _build_yolo(graph: _Graph, contract: Contract) -> None:
+    centred = _affine(graph, contract.inputs[0].name, 2.0, -1.0)  # its input is 0..1
+    columns = []
+    for stride, feature in _features(graph, centred).items():
+        cells = DETECTOR_SIZE // stride
+        centre = graph.node("Add", [_head(graph, feature, 2, "Tanh", stride), _constant(graph, _grid(cells, stride, 1))])
+        size = _head(graph, feature, 2, "Softplus", 2.0 * stride, stride)
+        score = _score(graph, feature, 1, YOLO_SCORE_BIAS)
+        points = graph.node("Add", [_head(graph, feature, 10, "Tanh", 2.5 * stride),
+                                    _constant(graph, _grid(cells, stride, 5))])
+        seen = graph.node("Sigmoid", [_head(graph, feature, 5)])
+        triples = graph.node("Concat", [graph.node("Reshape", [points, graph.constant_ints((1, 5, 2, cells, cells))]),
+                                        graph.node("Reshape", [seen, graph.constant_ints((1, 5, 1, cells, cells))])],
+                             axis=2)
+        flat = graph.node("Reshape", [triples, graph.constant_ints((1, 15, cells, cells))])
+        head = graph.node("Concat", [centre, size, score, flat], axis=1)
+        columns.append(graph.node("Reshape", [head, graph.constant_ints((1, 20, -1))]))
+    graph.node("Concat", columns, contract.outputs[0].name, axis=2)
+
+
+def _build_recognizer(graph: _Graph, contract: Contract) -> None:
+    """Three 3x3 convolutions of stride 2 (112 -> 14 px), flattened, projected to 512 at ArcFace's scale (a norm
+    of 20 to 30): every element depends on every input channel and position."""
+    x, channels = contract.inputs[0].name, 3
+    for _ in range(3):
+        x = graph.node("Tanh", [graph.conv(x, channels, HIDDEN, 3, gain=2.0, stride=2)])
+        channels = HIDDEN
+    width = HIDDEN * 14 * 14
+    flat = graph.node("Flatten", [x], axis=1)
+    graph.node("MatMul", [flat, graph.weight((width, 512), 1.6 / np.sqrt(width))], contract.outputs[0].name)
+
+
+FACE_ANALYSIS = {"scrfd": _build_scrfd, "yunet": _build_yunet, "yolo": _build_yolo, "recognizer": _build_recognizer}

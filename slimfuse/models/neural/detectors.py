@@ -1,16 +1,17 @@
 """Catalog entries: the neural face detectors users bring (none ships in a registry package; see the README).
 
-Facts (FaceFusion 3.x's face_detector.py, insightface's SCRFD code, OpenCV's YuNet, Ultralytics' YOLOv8 head;
-read, not copied):
-- scrfd_2.5g, retinaface_10g (InsightFace SCRFD family): input `input` [1, 3, H, W] RGB, (x - 127.5) / 128,
-  H = W = 640 by default (any multiple of 32 works); 9 outputs by position: scores, box distances, keypoint
+Facts (FaceFusion 3.8.1's face_detector.py, insightface's SCRFD code, OpenCV's YuNet, Ultralytics' YOLOv8 head;
+read, not copied). FaceFusion feeds every detector its frame in BGR order, the frame shrunk to fit when larger and
+put in the input's top-left corner on black; slimfuse does the same (`faces.neural_detect.letterbox`).
+- scrfd_2.5g, retinaface_10g (InsightFace SCRFD family): input `input` [1, 3, H, W], (x - 127.5) / 128,
+  H = W = 640 by default (FaceFusion offers 160 to 640); 9 outputs by position: scores, box distances, keypoint
   offsets for strides 8, 16, 32, each [N, C] without a batch axis (N = (640 / stride)^2 x 2 anchors).
-- yunet_2023_mar (OpenCV): input `input` [1, 3, H, W], BGR 0..255; 12 outputs cls_8/16/32, obj_8/16/32,
-  bbox_8/16/32, kps_8/16/32, each [1, N, C] with one anchor per cell.
-- yoloface_8n (YOLOv8n-face): input `input` [1, 3, 640, 640] RGB / 255; one output [1, 20, 8400]: cx, cy, w, h,
+- yunet_2023_mar (OpenCV): input `input` [1, 3, H, W], 0..255; 12 outputs cls_8/16/32, obj_8/16/32,
+  bbox_8/16/32, kps_8/16/32, each [1, N, C] with one anchor per cell; a face's score is cls x obj.
+- yoloface_8n (YOLOv8n-face): input `input` [1, 3, 640, 640], / 255; one output [1, 20, 8400]: cx, cy, w, h,
   score, then 5 x (x, y, visibility), all in input pixels.
 The decoders read outputs by position, as FaceFusion does, so the output names below (upstream export names)
-are recorded for reference only.
+are recorded for reference only. The mean and std below are per channel, the same for R, G and B.
 """
 from __future__ import annotations
 
