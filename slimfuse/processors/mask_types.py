@@ -20,6 +20,11 @@ from slimfuse.config import MaskOptions, Padding
 from slimfuse.processors.mesh_masks import soft_polygons
 
 T = TypeVar("T")
+EDGE_SIGMA = 5 / 256
+"""The occlusion, area and region masks' edge softening, as a fraction of the crop's side: FaceFusion's 5 px on a
+256 px crop (FaceFusion keeps 5 px at every crop size; here it grows with the crop, so a mask looks the same at any
+pixel boost)."""
+
 
 class CropMasker(Protocol):
     def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -28,12 +33,16 @@ class CropMasker(Protocol):
 
 
 def box_mask(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 0)) -> np.ndarray:
-    """The crop's square with a zero band at each side, then Gaussian-blurred.
+    """The crop's square with a zero band at each side, blurred (`blurred_box`), its border lowered to exactly 0
+    (`border_to_zero`)."""
+    return border_to_zero(blurred_box(height, width, blur, padding))
 
-    As in FaceFusion: the blur is `blur` x half the crop's width (sigma a quarter of that); each side's band is
-    its padding percentage of the crop's side, but at least half the blur. FaceFusion's blurred mask still
-    holds about 5 % at the crop's border, a faint seam when pasted back; here the blurred mask is lowered by its
-    largest border value and stretched back to 1, so the border is exactly 0."""
+
+def blurred_box(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 0)) -> np.ndarray:
+    """FaceFusion's box mask: the crop's square with a zero band at each side, then Gaussian-blurred.
+
+    The blur is `blur` x half the crop's width (sigma a quarter of that); each side's band is its padding
+    percentage of the crop's side, but at least half the blur (and at least a pixel)."""
     amount = int(width * 0.5 * blur)
     least = max(amount // 2, 1)
     top, right, bottom, left = (max(least, int(side * percent / 100))
@@ -42,7 +51,14 @@ def box_mask(height: int, width: int, blur: float, padding: Padding = (0, 0, 0, 
     mask[top:max(height - bottom, top), left:max(width - right, left)] = 1.0
     if amount <= 0:
         return mask
-    mask = cv2.GaussianBlur(mask, (0, 0), amount * 0.25)
+    return cv2.GaussianBlur(mask, (0, 0), amount * 0.25)
+
+
+def border_to_zero(mask: np.ndarray) -> np.ndarray:
+    """The mask lowered by its largest border value and stretched back to 1, so the border is exactly 0.
+
+    FaceFusion's blurred box still holds about 5 % at the crop's border (the blur reaches past the zero band), a
+    faint seam of the crop's square when pasted back; lowering it removes the seam and keeps the ramp's shape."""
     edge = float(max(mask[0].max(), mask[-1].max(), mask[:, 0].max(), mask[:, -1].max()))
     if edge >= 1.0:
         return mask
