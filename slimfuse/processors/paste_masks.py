@@ -59,7 +59,8 @@ class FaceMasker:
 
     def for_enhancer(self) -> FaceMasker:
         """The face enhancer's masker, as FaceFusion has it: the box with the blur but no padding, and the
-        occlusion and region masks when selected; not the mesh oval, so hair and the face's edge are enhanced too."""
-        kept = tuple(name for name in self.options.face_mask_types if name in ("occlusion", "region"))
+        occlusion mask when selected; not the mesh oval, the areas or the regions, so hair and the face's edge are
+        enhanced too."""
+        kept = tuple(name for name in self.options.face_mask_types if name == "occlusion")
         return FaceMasker(self.pool, replace(self.options, face_mask_types=("box", *kept),
                                              face_mask_padding=(0, 0, 0, 0)), self.oval)

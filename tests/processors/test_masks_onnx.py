@@ -199,8 +199,8 @@ def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: S
     combined = masker.masks(crops)[0]
     np.testing.assert_array_equal(combined, np.minimum.reduce(parts))
     assert combined.max() > 0.9 and all((combined < part).any() for part in parts)  # each part takes some away
-    enhancer = masker.for_enhancer()  # FaceFusion's enhancer mask: box (no padding), occlusion and region
-    assert enhancer.options.face_mask_types == ("box", "occlusion", "region")
+    enhancer = masker.for_enhancer()  # FaceFusion's enhancer mask: box (no padding) and occlusion
+    assert enhancer.options.face_mask_types == ("box", "occlusion")
     assert enhancer.options.face_mask_padding == (0, 0, 0, 0)
     with pytest.raises(ValueError, match="oval"):
         FaceMasker(neural_pool, options, None)
