@@ -1,11 +1,13 @@
-"""The face mask types a user selects (`--face-mask-types box mesh occlusion region`, the run's MaskOptions) and their
-combination.
+"""The face mask types a user selects (`--face-mask-types box mesh occlusion area region`, the run's MaskOptions) and
+their combination.
 
 Every mask is float32 H x W in [0, 1] of its crop's size, 1 where the processed face may show. The selected
 masks combine by their minimum, so each one can only take area away (an occluding hand, the crop's edge).
 - box: the crop's square, eroded and blurred (`--face-mask-blur`, `--face-mask-padding`, in FaceFusion's sense).
 - mesh: the FaceMesh face oval (the caller gives landmarks in crop pixels, or its own mesh-based mask).
 - occlusion: an XSeg occluder (slimfuse.processors.occlusion).
+- area: the chosen parts of the face (`--face-mask-areas`), the hull of their 68 points (the caller gives the points
+  in crop pixels).
 - region: the chosen face-parser classes (slimfuse.processors.parsing).
 """
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Protocol, TypeVar
 import cv2
 import numpy as np
 
-from slimfuse.config import MaskOptions, Padding
+from slimfuse.config import MaskArea, MaskOptions, Padding
+from slimfuse.faces.landmarks_68 import AREA_POINTS
 from slimfuse.processors.mesh_masks import soft_polygons
 
 T = TypeVar("T")
@@ -74,6 +77,21 @@ def mesh_mask(landmarks: np.ndarray, face_oval: Sequence[int], height: int, widt
     return soft_polygons((height, width), [oval], -erode * size, max(feather * size, 1.0))
 
 
+def area_mask(points_68: np.ndarray, height: int, width: int, areas: Sequence[MaskArea],
+              sigma: float) -> np.ndarray:
+    """The convex hull of the chosen areas' iBUG-68 points (in crop pixels), its edge softened by `sigma`
+    (`soft_edge`); all 0 when no area is chosen.
+
+    The hull's corners are the points cut to whole pixels (toward zero), as FaceFusion draws them: rounding them
+    instead moves edges by up to a pixel, up to 55 levels apart on the softened ramp of a 256 px crop."""
+    chosen = [index for area in dict.fromkeys(areas) for index in AREA_POINTS[area]]
+    mask = np.zeros((height, width), dtype=np.float32)
+    if chosen:
+        corners = np.asarray(points_68, dtype=np.float64)[chosen, :2].astype(np.int32)
+        cv2.fillConvexPoly(mask, cv2.convexHull(corners), 1.0)
+    return soft_edge(mask, sigma)
+
+
 def soft_edge(mask: np.ndarray, sigma: float) -> np.ndarray:
     """Blur and keep the upper half, stretched to [0, 1]: the mask's edge moves inward by about `sigma` and
     becomes a soft ramp, so a model's ragged boundary does not show in the paste. sigma 0 leaves it alone."""
@@ -92,10 +110,12 @@ def combine(masks: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def crop_masks(crops: Sequence[np.ndarray], options: MaskOptions, occluder: CropMasker | None = None,
-               parser: CropMasker | None = None, mesh: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+               parser: CropMasker | None = None, mesh: Sequence[np.ndarray] | None = None,
+               points_68: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
     """One combined mask per crop of a batch, from the selected mask types (all ones when none is selected).
 
-    mesh: each crop's mesh-based mask (see `mesh_mask`), needed when "mesh" is selected."""
+    mesh: each crop's mesh-based mask (see `mesh_mask`), needed when "mesh" is selected; points_68: each crop's
+    iBUG-68 points in crop pixels, needed when "area" is selected."""
     per_type: list[list[np.ndarray]] = []
     for name in dict.fromkeys(options.face_mask_types):  # each type once, in the order given
         if name == "box":
@@ -105,6 +125,9 @@ def crop_masks(crops: Sequence[np.ndarray], options: MaskOptions, occluder: Crop
             per_type.append(list(_required(mesh, name)))
         elif name == "occlusion":
             per_type.append(_required(occluder, name).masks(crops))
+        elif name == "area":
+            per_type.append([area_mask(points, *c.shape[:2], options.face_mask_areas, EDGE_SIGMA * max(c.shape[:2]))
+                             for points, c in zip(_required(points_68, name), crops, strict=True)])
         else:
             per_type.append(_required(parser, name).masks(crops))
     if not per_type:
