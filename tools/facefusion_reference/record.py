@@ -5,7 +5,7 @@ Run from FaceFusion's venv (see tools/facefusion_reference/record.sh, which buil
     python tools/facefusion_reference/record.py --facefusion FF_CHECKOUT --target ASTRONAUT --source GRACE_HOPPER \
         [AREA ...]
 
-AREA: swappers (the default: every area). The stand-in files are built into a temporary folder; FaceFusion's model
+AREA: swappers, masks (the default: every area). The stand-in files are built into a temporary folder; FaceFusion's model
 lookup and inference pools are pointed at them (its download and hash checks do not run), every other step is
 FaceFusion's own function.
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 
-AREAS = ("swappers",)
+AREAS = ("swappers", "masks")
 
 
 def main() -> None:
