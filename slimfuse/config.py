@@ -36,8 +36,12 @@ SelectorMode = Literal["one", "many", "reference"]
 SELECTOR_MODES: tuple[SelectorMode, ...] = ("one", "many", "reference")
 BlendMode = Literal["feather", "poisson"]
 EyeRegion = Literal["source", "target"]
-MaskType = Literal["box", "mesh", "occlusion", "region"]
-MASK_TYPES: tuple[MaskType, ...] = ("box", "mesh", "occlusion", "region")
+MaskType = Literal["box", "mesh", "occlusion", "area", "region"]
+MASK_TYPES: tuple[MaskType, ...] = ("box", "mesh", "occlusion", "area", "region")
+MaskArea = Literal["upper-face", "lower-face", "mouth"]
+MASK_AREAS: tuple[MaskArea, ...] = ("upper-face", "lower-face", "mouth")
+"""The area mask's parts (their points: slimfuse.faces.landmarks_68.AREA_POINTS); all three by default, as in
+FaceFusion."""
 Padding = tuple[int, int, int, int]
 """Top, right, bottom, left, in percent of the crop's side."""
 DEFAULT_REGIONS: tuple[str, ...] = (
@@ -182,6 +186,9 @@ class MaskOptions(Section):
     face_parser_model: str = _model("face_parser_model", "bisenet_resnet_34", "the region mask's face parser")
     face_mask_regions: tuple[str, ...] = option(
         DEFAULT_REGIONS, Items(Word(tuple(REGIONS)), metavar="REGION"), "the parts the region mask keeps")
+    face_mask_areas: tuple[MaskArea, ...] = option(
+        MASK_AREAS, Items(Word(MASK_AREAS), metavar="AREA"), "the parts of the face the area mask keeps, drawn "
+        "around the face's 68 points")
 
     def check(self) -> None:
         object.__setattr__(self, "face_mask_padding", padding_from(self.face_mask_padding))

@@ -15,10 +15,7 @@ import onnxruntime as ort
 
 from slimfuse.models.neural.masks import OCCLUDER_SIZE
 from slimfuse.models.tensors import MAX_BATCH, batch_axis_free
-from slimfuse.processors.mask_types import soft_edge
-
-EDGE_SIGMA = 5 / 256
-"""Edge softening, as a fraction of the crop's side (5 px on a 256 px crop, as FaceFusion has it)."""
+from slimfuse.processors.mask_types import EDGE_SIGMA, soft_edge
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,7 @@ import onnxruntime as ort
 
 from slimfuse.models.neural.masks import IMAGENET_MEAN, IMAGENET_STD, PARSER_SIZE, REGIONS
 from slimfuse.models.tensors import MAX_BATCH, batch_axis_free
-from slimfuse.processors.mask_types import soft_edge
-
-"""`--face-mask-regions` choices and their CelebAMask-HQ class index (0 is the background)."""
-
-EDGE_SIGMA = 5 / 256
-"""Edge softening, as a fraction of the crop's side."""
+from slimfuse.processors.mask_types import EDGE_SIGMA, soft_edge
 
 
 @dataclass(frozen=True)

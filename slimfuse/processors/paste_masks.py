@@ -2,8 +2,10 @@
 
 `FaceMasker` turns the run's MaskOptions (`--face-mask-types`, `--face-mask-blur`, `--face-mask-padding`, ...) into
 one mask per crop through `mask_types.crop_masks`: the box, the mesh's face oval (landmarks in crop pixels), the occluder
-(`--face-occluder-model`) and the face parser (`--face-parser-model`, `--face-mask-regions`), whose sessions come
-from the pool when their type is selected. Every mask is computed on the target's crop, before it is processed.
+(`--face-occluder-model`), the areas around the face's 68 points read off the mesh (`--face-mask-areas`) and the face
+parser (`--face-parser-model`, `--face-mask-regions`), whose sessions come from the pool when their type is selected.
+Every mask is computed on the target's crop, before it is processed, so the target's own glasses or hand count
+whatever the swapper made of them (FaceFusion's swapper parses the swapped crop for its region mask).
 """
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from slimfuse.config import MaskOptions
+from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceCrop
-from slimfuse.config import MaskOptions
 from slimfuse.processors.mask_types import crop_masks, mesh_mask
 from slimfuse.processors.occlusion import Occluder
 from slimfuse.processors.parsing import FaceParser, ParserOptions
@@ -55,12 +58,13 @@ class FaceMasker:
         mesh = None
         if "mesh" in types and self.oval is not None:
             mesh = [mesh_mask(crop.landmarks, self.oval, *crop.image.shape[:2]) for crop in crops]
-        return crop_masks(images, self.options, occluder=occluder, parser=parser, mesh=mesh)
+        points_68 = [landmarks_68(crop.landmarks) for crop in crops] if "area" in types else None
+        return crop_masks(images, self.options, occluder=occluder, parser=parser, mesh=mesh, points_68=points_68)
 
     def for_enhancer(self) -> FaceMasker:
-        """The face enhancer's masker, as FaceFusion 3.8.1's enhancer has it: the box with the blur but no padding,
-        and the occlusion mask when selected; not the region mask nor the mesh oval, so hair, skin and the face's
-        edge are enhanced alike."""
-        kept = ("occlusion",) if "occlusion" in self.options.face_mask_types else ()
+        """The face enhancer's masker, as FaceFusion has it: the box with the blur but no padding, and the
+        occlusion mask when selected; not the mesh oval, the areas or the regions, so hair and the face's edge are
+        enhanced too."""
+        kept = tuple(name for name in self.options.face_mask_types if name == "occlusion")
         return FaceMasker(self.pool, replace(self.options, face_mask_types=("box", *kept),
                                              face_mask_padding=(0, 0, 0, 0)), self.oval)

@@ -98,6 +98,27 @@ def test_an_occluder_keeps_what_it_masks(models_dir: Path, tmp_path: Path, pool:
     assert np.abs(occluded[right].astype(int) - grace_hopper[right]).mean() > 40
 
 
+def test_the_area_mask_swaps_only_the_parts_it_names(models_dir: Path, tmp_path: Path, pool: ModelPool,
+                                                      grace_hopper: np.ndarray, grace_hopper_path: Path,
+                                                      astronaut_path: Path) -> None:
+    nm.save(nm.identity_swapper("hyperswap_1a_256", invert=True), models_dir, "hyperswap_1a_256")  # the negative
+    nm.save(nm.recognizer(), models_dir, "arcface_w600k_r50")
+    landmarks = FaceAnalyser(pool).faces(grace_hopper)[0].landmarks
+    assert landmarks is not None
+    args = ("--models-dir", str(models_dir), "--face-swapper-model", "hyperswap_1a_256", "--face-mask-types", "box",
+            "area")
+    mouth = _swap(astronaut_path, grace_hopper_path, tmp_path / "mouth.png", *args, "--face-mask-areas", "mouth")
+    lower = _swap(astronaut_path, grace_hopper_path, tmp_path / "lower.png", *args, "--face-mask-areas", "lower-face")
+
+    def change(result: np.ndarray, vertex: int) -> float:  # at a FaceMesh vertex, in grey levels
+        x, y = np.round(landmarks[vertex, :2]).astype(int)
+        return float(np.abs(result[y, x].astype(int) - grace_hopper[y, x]).mean())
+
+    lips, eye, nose_bridge, chin_above = 14, 145, 6, 200
+    assert change(mouth, lips) > 40 and change(mouth, eye) == change(mouth, nose_bridge) == 0.0
+    assert change(mouth, chin_above) == 0.0 and change(lower, chin_above) > 40 and change(lower, eye) == 0.0
+
+
 def test_the_frame_enhancer_keeps_the_size_or_the_models_scale(models_dir: Path, tmp_path: Path,
                                                                grace_hopper: np.ndarray, astronaut_path: Path) -> None:
     nm.save(nm.resize_enhancer("real_esrgan_x2"), models_dir, "real_esrgan_x2")

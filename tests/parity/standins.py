@@ -27,6 +27,11 @@ OPSET = 17
 IR_VERSION = 8
 HIDDEN = 8
 """Channels of the stand-ins' hidden layer."""
+BLOB = 31
+"""Width of the mask models' smoothing window (pixels of their input)."""
+OCCLUDER_GAIN, OCCLUDER_SHIFT = 2.5, 1.0
+"""The occluders' standardised logit, scaled and shifted: mostly visible (sigmoid(1) = 0.73), with patches on both
+sides of the 0.5 that FaceFusion's occlusion mask cuts at."""
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,9 @@ class Contract:
     kind: "swapper" (target image + source identity -> image), "image" (image -> image of the same size: the face
     enhancers, CodeFormer with its fidelity `weight` as a second input), "upscaler" (image -> image `scale` times
     larger: the frame enhancers), "converter" (512 -> 512), "scrfd" / "yunet" / "yolo" (a face detector's raw
-    outputs, see DETECTORS), "recognizer" (aligned face -> embedding).
-    activation: the output's last op, giving its range: "sigmoid" (0..1) or "tanh" (-1..1)."""
+    outputs, see DETECTORS), "recognizer" (aligned face -> embedding), "occluder" (channels-last image ->
+    channels-last one-channel mask), "parser" (image -> class logits of the same size).
+    activation: the output's last op, giving its range: "sigmoid" (0..1), "tanh" (-1..1) or "none" (logits)."""
 
     name: str
     kind: str
@@ -147,8 +153,18 @@ DETECTORS: tuple[Contract, ...] = (_scrfd("scrfd_2.5g"), _scrfd("retinaface_10g"
 RECOGNIZERS: tuple[Contract, ...] = (
     Contract("arcface_w600k_r50", "recognizer", (Tensor("input", (1, 3, 112, 112)),), (Tensor("output", (1, 512)),)),
 )
+
+
+# Face masks (facefusion/face_masker.py): the occluders take the crop channels-last ([1, 256, 256, 3]) and give
+# [1, 256, 256, 1] (FaceFusion reads [0][0] and resizes it as one channel); the parsers give 19 class logits.
+OCCLUDERS: tuple[Contract, ...] = tuple(
+    Contract(name, "occluder", (Tensor("input", (1, 256, 256, 3)),), (Tensor("output", (1, 256, 256, 1)),))
+    for name in ("xseg_1", "xseg_2", "xseg_3"))
+PARSERS: tuple[Contract, ...] = tuple(
+    Contract(name, "parser", (Tensor("input", (1, 3, 512, 512)),), (Tensor("output", (1, 19, 512, 512)),), "none")
+    for name in ("bisenet_resnet_18", "bisenet_resnet_34"))
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
-    *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS)}
+    *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS)}
 
 
 def seed_of(name: str) -> int:
@@ -193,14 +209,14 @@ class _Graph:
         pad = kernel // 2
         return self.node("Conv", [x, w, b], kernel_shape=[kernel, kernel], pads=[pad] * 4, strides=[stride] * 2)
 
-    def image_body(self, x: str, channels_in: int, conditioning: str | None) -> str:
+    def image_body(self, x: str, channels_in: int, conditioning: str | None, channels_out: int = 3) -> str:
         """A random channel mix of the input plus two 3x3 convolutions (conditioned by a per-channel bias)."""
-        mixed = self.conv(x, channels_in, 3, 1, gain=1.5)
+        mixed = self.conv(x, channels_in, channels_out, 1, gain=1.5)
         hidden = self.conv(x, channels_in, HIDDEN, 3, gain=2.0)
         if conditioning is not None:
             hidden = self.node("Add", [hidden, conditioning])
         hidden = self.node("Tanh", [hidden])
-        detail = self.conv(hidden, HIDDEN, 3, 3, gain=1.0)
+        detail = self.conv(hidden, HIDDEN, channels_out, 3, gain=1.0)
         return self.node("Add", [mixed, detail])
 
     def fidelity_vector(self, weight: Tensor) -> str:
@@ -233,6 +249,22 @@ class _Graph:
         shape = self.constant_ints((1, HIDDEN, 1, 1))
         return self.node("Reshape", [vector, shape])
 
+    def blobs(self, x: str) -> str:
+        """Each channel smoothed over a BLOB-wide window and standardised over the picture (zero mean, unit
+        variance): an occluder's mask then has patches on both sides of 0.5 and a parser's classes each win patches
+        of the picture, wide enough to outlast the masks' blur, instead of a few classes winning everywhere."""
+        smooth = self.node("AveragePool", [x], kernel_shape=[BLOB, BLOB], pads=[BLOB // 2] * 4, strides=[1, 1],
+                           count_include_pad=0)
+        centred = self.node("Sub", [smooth, self.node("ReduceMean", [smooth], axes=[2, 3], keepdims=1)])
+        variance = self.node("ReduceMean", [self.node("Mul", [centred, centred])], axes=[2, 3], keepdims=1)
+        spread = self.node("Sqrt", [self.node("Add", [variance, self.constant(1e-6)])])
+        return self.node("Div", [centred, spread])
+
+    def constant(self, value: float) -> str:
+        name = self.fresh("constant")
+        self.initializers.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), name))
+        return name
+
     def constant_ints(self, values: Sequence[int]) -> str:
         name = self.fresh("shape")
         self.initializers.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
@@ -253,6 +285,15 @@ def build(name: str) -> onnx.ModelProto:
     elif contract.kind == "upscaler":
         body = graph.upscaled_body(first.name, int(first.shape[1]), contract.scale)
         graph.node("Sigmoid", [body], contract.outputs[0].name)
+    elif contract.kind == "occluder":
+        planar = graph.node("Transpose", [first.name], perm=[0, 3, 1, 2])
+        logits = graph.blobs(graph.image_body(planar, first.shape[3], None, contract.outputs[0].shape[3]))
+        shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(OCCLUDER_GAIN)]),
+                                     graph.constant(OCCLUDER_SHIFT)])
+        graph.node("Transpose", [graph.node("Sigmoid", [shifted])], contract.outputs[0].name, perm=[0, 2, 3, 1])
+    elif contract.kind == "parser":
+        logits = graph.blobs(graph.image_body(first.name, first.shape[1], None, contract.outputs[0].shape[1]))
+        graph.node("Identity", [logits], contract.outputs[0].name)
     else:
         conditioning = None
         if contract.kind == "swapper":

@@ -15,14 +15,18 @@ import pytest
 
 import neural_models as nm
 from processor_parts import make_swapper
+from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
+from slimfuse.processors.base import FaceCrop
 from slimfuse.processors.paste_masks import FaceMasker
-from slimfuse.processors.mask_types import box_mask, crop_masks, mesh_mask
+from slimfuse.processors.mask_types import area_mask, box_mask, crop_masks, mesh_mask
 from slimfuse.processors.occlusion import Occluder, OccluderOptions
 from slimfuse.config import DEFAULT_REGIONS, MaskOptions, padding_from
+from slimfuse.errors import UsageError
+from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.processors.parsing import FaceParser, ParserOptions
 
@@ -172,6 +176,32 @@ def test_mesh_mask_covers_the_face_oval(pool: ModelPool, astronaut: np.ndarray) 
     nose = np.round(landmarks[1, :2]).astype(int)
     assert mask.shape == astronaut.shape[:2] and mask[nose[1], nose[0]] == 1.0
     assert mask[0, 0] == 0.0 and mask[-1, -1] == 0.0 and 0.005 < mask.mean() < 0.2
+
+
+def test_area_masks_cover_the_parts_they_name(pool: ModelPool, astronaut: np.ndarray) -> None:
+    landmarks = FaceAnalyser(pool).faces(astronaut)[0].landmarks
+    assert landmarks is not None
+    matrix = align_matrix(five_points(landmarks), "arcface_128", 256)
+    crop = FaceCrop(warp_to_crop(astronaut, matrix, 256), landmarks_in_crop(landmarks, matrix), matrix)
+
+    def area(*names: str) -> np.ndarray:  # the run's masker with only the area type selected
+        return FaceMasker(pool, MaskOptions(face_mask_types=("area",), face_mask_areas=names), None).masks([crop])[0]
+
+    def at(mask: np.ndarray, vertex: int) -> float:  # the mask at a FaceMesh vertex
+        x, y = np.round(crop.landmarks[vertex, :2]).astype(int)
+        return float(mask[y, x])
+
+    lower_lid, nose_tip, lips, chin, forehead = 145, 1, 13, 152, 10
+    upper, lower, mouth = area("upper-face"), area("lower-face"), area("mouth")
+    assert at(upper, lower_lid) == 1.0 and at(upper, lips) == 0.0 and at(upper, forehead) == 0.0
+    assert at(lower, lips) == 1.0 and at(lower, lower_lid) == 0.0 and at(lower, chin) < 1.0  # softened inwards
+    assert at(mouth, lips) > 0.5 and mouth.max() > 0.9 and at(mouth, nose_tip) == 0.0 and mouth.sum() < lower.sum() / 4
+    both = area("upper-face", "lower-face")
+    assert at(both, nose_tip) == 1.0 and (both >= np.maximum(upper, lower) - 1e-6).all()  # one hull, no seam
+    np.testing.assert_array_equal(area_mask(landmarks_68(crop.landmarks), 256, 256, ("mouth",), 5.0), mouth)
+    assert area().max() == 0.0
+    with pytest.raises(UsageError, match="--face-mask-areas: invalid choice: 'cheek'"):
+        MaskOptions(face_mask_areas=("cheek",))
 
 
 def test_the_runs_masker_takes_its_models_from_the_pool(tmp_path: Path, store: Store, pool: ModelPool,

@@ -2,8 +2,8 @@
 
 The target photo is scikit-image's astronaut (512 x 512, packaged), the source Grace Hopper's portrait; slimfuse's
 own detector and FaceMesh find each face once, and the box, the five points (slimfuse's template order) and 68 points
-(FaceMesh vertices in the iBUG-68 layout, nudged so that FaceFusion's five-from-68 gives the same five points) are
-written down. The parity tests and the recorder read this file; neither detects anything.
+(FaceMesh vertices in the iBUG-68 layout, slimfuse.faces.landmarks_68, nudged so that FaceFusion's five-from-68
+gives the same five points) are written down. The parity tests and the recorder read this file; neither detects anything.
 
     .venv/bin/python tools/facefusion_reference/geometry.py
 """
@@ -18,25 +18,21 @@ import numpy as np
 
 from slimfuse.faces.align import five_points
 from slimfuse.faces.analyse import FaceAnalyser
+from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.samples import sample_path
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "parity" / "geometry.json"
 
-# FaceMesh vertex for each iBUG-68 point (jaw 0-16, brows 17-26, nose 27-35, eyes 36-47, mouth 48-67).
-MESH_TO_68 = (162, 234, 93, 58, 172, 136, 149, 148, 152, 377, 378, 365, 397, 288, 323, 454, 389,
-              71, 63, 105, 66, 107, 336, 296, 334, 293, 301,
-              168, 197, 5, 4, 75, 97, 2, 326, 305,
-              33, 160, 158, 133, 153, 144, 362, 385, 387, 263, 373, 380,
-              61, 39, 37, 0, 267, 269, 291, 405, 314, 17, 84, 181, 78, 82, 13, 312, 308, 317, 14, 87)
 
-
-def landmarks_68(mesh: np.ndarray, five: np.ndarray) -> np.ndarray:
-    points = mesh[list(MESH_TO_68), :2].astype(np.float64)
+def nudged_68(mesh: np.ndarray, five: np.ndarray) -> np.ndarray:
+    """slimfuse's 68 points, each eye's six moved so that their centre is the five points' eye (the mean of the
+    mesh's 16-point ring), as FaceFusion takes its five points from the 68 (the nose tip and mouth corners are the
+    five points' already)."""
+    points = landmarks_68(mesh)
     points[36:42] += five[0] - points[36:42].mean(0)
     points[42:48] += five[1] - points[42:48].mean(0)
-    points[30], points[48], points[54] = five[2], five[3], five[4]
     return points
 
 
@@ -55,7 +51,7 @@ def main() -> None:
             "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "box": np.round(np.asarray(faces[0].box, dtype=np.float64), 3).tolist(),
             "five": np.round(five, 3).tolist(),
-            "landmark_68": np.round(landmarks_68(faces[0].landmarks, five), 3).tolist(),
+            "landmark_68": np.round(nudged_68(faces[0].landmarks, five), 3).tolist(),
         }
     OUT.write_text(json.dumps(geometry) + "\n")
     print(f"wrote {OUT}")
