@@ -13,8 +13,9 @@ from parity.reference import Figures
 
 @pytest.fixture(scope="session")
 def figures() -> Iterator[Figures]:
+    path = os.environ.get("SLIMFUSE_PARITY_TABLE")
+    target = Path(path).resolve() if path else None  # before any test changes the working directory
     table = Figures()
     yield table
-    path = os.environ.get("SLIMFUSE_PARITY_TABLE")
-    if path:
-        Path(path).write_text(table.markdown())
+    if target is not None:
+        target.write_text(table.markdown())

@@ -101,7 +101,8 @@ class Figures:
         """assert_image_close, and the row."""
         value = assert_image_close(actual, expected, f"{model} {stage}")
         largest = float(np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64)).max())
-        figure = "identical" if value == float("inf") else f"{value:.1f} dB (largest {largest:.0f} levels)"
+        plural = "" if largest == 1 else "s"
+        figure = "identical" if value == float("inf") else f"{value:.1f} dB (max {largest:.0f} level{plural})"
         self.rows.append(Row(area, model, stage, figure, value))
 
     def vector(self, area: str, model: str, stage: str, actual: np.ndarray, expected: np.ndarray,

@@ -20,7 +20,7 @@ import pytest
 import neural_models as nm
 from parity import standins
 from parity.faces import mesh_face
-from parity.reference import MAX_PIXELS, assert_image_close, mask_float, recorded, session_settings
+from parity.reference import MAX_PIXELS, Figures, mask_float, recorded, session_settings
 from processor_parts import box_masker, make_enhancer
 from slimfuse.faces.align import transform_points
 from slimfuse.models.pool import ModelPool
@@ -28,6 +28,8 @@ from slimfuse.models.store import Store
 from slimfuse.processors.base import FaceCrop
 from slimfuse.processors.blend import paste_back
 from slimfuse.processors.enhance import EnhanceProcessor
+
+AREA = "enhancers"
 
 MODELS = tuple(contract.name for contract in standins.FACE_ENHANCERS)
 STRIDE = 4
@@ -68,7 +70,7 @@ def paste_box(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_crop(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_crop(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     processor = enhancer(parity_pool, model)
     crop = processor.crop(astronaut, mesh_face("target"))
     theirs = recorded("enhancers", model)["matrix"]
@@ -77,18 +79,18 @@ def test_crop(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None
     in_frame = transform_points(cv2.invertAffineTransform(theirs), corners)
     assert np.abs(transform_points(crop.crop_from_frame, in_frame) - corners).max() <= MAX_PIXELS
     mine = crop.image if size <= WHOLE_CROPS else crop.image[::STRIDE, ::STRIDE]
-    assert_image_close(mine, facefusion_crop(processor), f"{model} crop")
+    figures.image(AREA, model, "aligned crop", mine, facefusion_crop(processor))
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_model_output(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_model_output(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     reference = recorded("enhancers", model)
     weights = {key: weight for key, weight in WEIGHTS.items() if key in reference}
     assert len(weights) == (3 if model == "codeformer" else 1)
     for key, weight in weights.items():
         processor = enhancer(parity_pool, model, weight)
         output = processor.process([model_input(processor, astronaut)], None)[0].image
-        assert_image_close(output[::STRIDE, ::STRIDE], reference[key], f"{model} {key}")
+        figures.image(AREA, model, f"{key} crop (every {STRIDE}th pixel)", output[::STRIDE, ::STRIDE], reference[key])
 
 
 def test_codeformer_weight_moves_the_output() -> None:
@@ -99,18 +101,19 @@ def test_codeformer_weight_moves_the_output() -> None:
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_paste_mask(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_paste_mask(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     processor = enhancer(parity_pool, model)
     alpha = processor.process([model_input(processor, astronaut)], None)[0].alpha / np.float32(BLEND / 100)
     theirs = mask_float(recorded("enhancers", model)["box_mask"])
     border = max(theirs[0].max(), theirs[-1].max(), theirs[:, 0].max(), theirs[:, -1].max())
     assert 0.03 < border < 0.08  # FaceFusion's seam, which slimfuse takes away
     assert alpha[0].max() == alpha[:, -1].max() == 0
-    assert_image_close(alpha * 255, np.clip((theirs - border) / (1 - border), 0, 1) * 255, f"{model} paste mask")
+    figures.image(AREA, model, "paste mask (FaceFusion's lowered by its border)", alpha * 255,
+                  np.clip((theirs - border) / (1 - border), 0, 1) * 255)
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_paste_and_blend(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_paste_and_blend(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     """FaceFusion pastes the whole enhanced face, then blends the frame with the one before; slimfuse pastes once
     with the mask times the blend: the same mix, rounded once instead of twice."""
     reference = recorded("enhancers", model)
@@ -120,11 +123,12 @@ def test_paste_and_blend(parity_pool: ModelPool, astronaut: np.ndarray, model: s
     mask = mask_float(reference["box_mask"])
     for key, share in (("frame", 1.0), ("blended", BLEND / 100)):
         frame = paste_back(astronaut, output, mask * np.float32(share), reference["matrix"])
-        assert_image_close(paste_box(frame, reference["paste_box"]), reference[key], f"{model} {key}")
+        stage = {"frame": "pasted frame", "blended": "blended frame"}[key]
+        figures.image(AREA, model, stage, paste_box(frame, reference["paste_box"]), reference[key])
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_end_to_end(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_end_to_end(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     """slimfuse's own stages from the fixed geometry (what the chain runs: crop, process, paste) against
     FaceFusion's enhance_face, where FaceFusion's mask is whole (and so slimfuse's); nearer the crop's edge the masks
     differ by design (see above). Outside the paste area neither changes the frame."""
@@ -139,8 +143,8 @@ def test_end_to_end(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -
     inside = cv2.warpAffine(whole, box_from_crop[:2], (x2 - x1, y2 - y1),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP) == 1
     assert inside.mean() > 0.2
-    assert_image_close(paste_box(frame, reference["paste_box"])[inside], reference["blended"][inside],
-                       f"{model} enhanced face")
+    figures.image(AREA, model, "whole enhancement where both masks are 1 (slimfuse's stages chained)",
+                  paste_box(frame, reference["paste_box"])[inside], reference["blended"][inside])
     outside = np.ones(astronaut.shape[:2], dtype=bool)
     outside[y1:y2, x1:x2] = False
     assert np.array_equal(frame[outside], astronaut[outside])

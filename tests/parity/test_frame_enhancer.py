@@ -24,12 +24,14 @@ import pytest
 
 import neural_models as nm
 from parity import standins
-from parity.reference import assert_image_close, recorded, session_settings
+from parity.reference import Figures, recorded, session_settings
 from slimfuse.config import EnhanceOptions
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
+
+AREA = "frame_enhancer"
 
 MODELS = tuple(contract.name for contract in standins.FRAME_ENHANCERS)
 BLEND = 80
@@ -78,7 +80,7 @@ def inner(image: np.ndarray, pixels: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_tiles_and_tile_outputs(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_tiles_and_tile_outputs(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     """FaceFusion's tiles are the padded frame's; each, run alone through slimfuse (one whole tile: no fading),
     gives FaceFusion's output for it."""
     reference = recorded("frame_enhancer", model)
@@ -88,11 +90,11 @@ def test_tiles_and_tile_outputs(parity_pool: ModelPool, astronaut: np.ndarray, m
     assert np.array_equal(reference["tiles"], np.stack([canvas[:, x:x + size] for x in starts]))
     enhancer = frame_enhancer(parity_pool, model, blend=100)
     for index, (tile, theirs) in enumerate(zip(reference["tiles"], reference["tile_outputs"], strict=True)):
-        assert_image_close(enhancer.enhance(tile), theirs, f"{model} tile {index}")
+        figures.image(AREA, model, f"output of FaceFusion's tile {index}", enhancer.enhance(tile), theirs)
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_joined_on_facefusions_tiling(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_joined_on_facefusions_tiling(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     """slimfuse on FaceFusion's padded frame, with FaceFusion's tiles (256 px, every 240 px): the joined frame,
     and blended with the frame scaled plainly (inside, where the plain scaling sees the same pixels)."""
     reference = recorded("frame_enhancer", model)
@@ -100,27 +102,29 @@ def test_joined_on_facefusions_tiling(parity_pool: ModelPool, astronaut: np.ndar
     scale = SCALES[model]
     inside = np.s_[PAD * scale:(PAD + frame.shape[0]) * scale, PAD * scale:(PAD + frame.shape[1]) * scale]
     joined = frame_enhancer(parity_pool, model, overlap=16, blend=100).enhance(padded(frame, model))[inside]
-    assert_image_close(joined, reference["joined"], f"{model} joined frame")
+    figures.image(AREA, model, "joined frame, FaceFusion's tiling", joined, reference["joined"])
     blended = frame_enhancer(parity_pool, model, overlap=16).enhance(padded(frame, model))[inside]
-    assert_image_close(inner(blended, scale), inner(reference["blended"], scale), f"{model} blended frame")
+    figures.image(AREA, model, "blended frame, FaceFusion's tiling", inner(blended, scale),
+                  inner(reference["blended"], scale))
 
 
 @pytest.mark.parametrize(("tile", "overlap"), [(256, 24), (32, 16)])
 @pytest.mark.parametrize("model", MODELS)
-def test_own_tiling(parity_pool: ModelPool, astronaut: np.ndarray, model: str, tile: int, overlap: int) -> None:
+def test_own_tiling(parity_pool: ModelPool, astronaut: np.ndarray, model: str, tile: int, overlap: int, figures: Figures) -> None:
     """slimfuse's own tiles (the defaults, 256 px overlapping by 24: one tile, the frame's edge repeated to fill it;
     32 px overlapping by 16: 2 x 14 tiles faded into each other) give FaceFusion's frame but along the border."""
     reference = recorded("frame_enhancer", model)
     frame = cut(astronaut, model)
     edge = EDGE * SCALES[model]
     joined = frame_enhancer(parity_pool, model, tile, overlap, blend=100).enhance(frame)
-    assert_image_close(inner(joined, edge), inner(reference["joined"], edge), f"{model} joined frame, {tile} px tiles")
+    figures.image(AREA, model, f"joined frame, {tile} px tiles", inner(joined, edge), inner(reference["joined"], edge))
     blended = frame_enhancer(parity_pool, model, tile, overlap).enhance(frame)
-    assert_image_close(inner(blended, edge), inner(reference["blended"], edge), f"{model} blended, {tile} px tiles")
+    figures.image(AREA, model, f"blended frame, {tile} px tiles", inner(blended, edge),
+                  inner(reference["blended"], edge))
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_frame_size_kept(parity_pool: ModelPool, astronaut: np.ndarray, model: str) -> None:
+def test_frame_size_kept(parity_pool: ModelPool, astronaut: np.ndarray, model: str, figures: Figures) -> None:
     """By default slimfuse gives the frame's size: FaceFusion's joined frame averaged over each input pixel's block,
     blended with the frame itself."""
     reference = recorded("frame_enhancer", model)
@@ -129,4 +133,4 @@ def test_frame_size_kept(parity_pool: ModelPool, astronaut: np.ndarray, model: s
     expected = frame + BLEND / 100 * (averaged - frame)
     result = frame_enhancer(parity_pool, model, keep_scale=False).enhance(frame)
     assert result.shape == frame.shape
-    assert_image_close(inner(result, EDGE), inner(expected, EDGE), f"{model} at the frame's size")
+    figures.image(AREA, model, "frame at its own size", inner(result, EDGE), inner(expected, EDGE))

@@ -13,7 +13,7 @@ import pytest
 
 import neural_models as nm
 from parity import standins
-from parity.reference import MAX_PIXELS, assert_image_close, geometry, mask_float, recorded, session_settings
+from parity.reference import MAX_PIXELS, Figures, geometry, mask_float, recorded, session_settings
 from slimfuse.config import MASK_AREAS, MaskOptions
 from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.analyse import FaceAnalyser
@@ -25,6 +25,8 @@ from slimfuse.processors.mask_types import EDGE_SIGMA, area_mask, blurred_box, b
 from slimfuse.processors.occlusion import Occluder
 from slimfuse.processors.parsing import FaceParser, ParserOptions
 from slimfuse.processors.paste_masks import FaceMasker
+
+AREA = "masks"
 
 SIZE = 256
 BLURS = {"b0": 0.0, "b30": 0.3, "b60": 0.6}
@@ -61,13 +63,14 @@ def mask_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPo
 
 @pytest.mark.parametrize("blur", BLURS)
 @pytest.mark.parametrize("padding", PADDINGS)
-def test_box_mask(blur: str, padding: str) -> None:
+def test_box_mask(blur: str, padding: str, figures: Figures) -> None:
     expected = reference(f"box_{blur}_{padding}")
     shared = blurred_box(SIZE, SIZE, BLURS[blur], PADDINGS[padding])
-    assert_image_close(levels(shared), expected, f"blurred box {blur} {padding}")
+    figures.image(AREA, "box", f"blurred box, blur {blur}, padding {padding}", levels(shared), expected)
     # After the shared stage slimfuse only lowers the border to 0: FaceFusion's box, lowered, is slimfuse's.
     lowered = box_mask(SIZE, SIZE, BLURS[blur], PADDINGS[padding])
-    assert_image_close(levels(lowered), levels(border_to_zero(mask_float(expected))), f"lowered box {blur} {padding}")
+    figures.image(AREA, "box", f"border lowered, blur {blur}, padding {padding}", levels(lowered),
+                  levels(border_to_zero(mask_float(expected))))
     edge = max(mask_float(expected)[0].max(), mask_float(expected)[:, 0].max())
     assert lowered[0].max() == lowered[:, 0].max() == 0.0
     if blur != "b0" and padding == "p0":  # what the lowering removes: FaceFusion's box at the crop's border
@@ -75,30 +78,30 @@ def test_box_mask(blur: str, padding: str) -> None:
 
 
 @pytest.mark.parametrize("model", OCCLUDERS)
-def test_occluder(mask_pool: ModelPool, model: str) -> None:
+def test_occluder(mask_pool: ModelPool, model: str, figures: Figures) -> None:
     occluder = Occluder(mask_pool.session(model))
     crop = reference("crop")
-    assert_image_close(levels(occluder.raw([crop])[0]), reference(f"occluder_raw_{model}"), f"{model} output")
+    figures.image(AREA, model, "occluder output", levels(occluder.raw([crop])[0]), reference(f"occluder_raw_{model}"))
     mask = occluder.masks([crop])[0]
-    assert_image_close(levels(mask), reference(f"occlusion_{model}"), f"{model} occlusion mask")
+    figures.image(AREA, model, "occlusion mask", levels(mask), reference(f"occlusion_{model}"))
     assert 0.2 < mask.mean() < 0.8  # patches of both: the stand-in's mask is not all visible nor all covered
 
 
 @pytest.mark.parametrize("model", PARSERS)
-def test_parser(mask_pool: ModelPool, model: str) -> None:
+def test_parser(mask_pool: ModelPool, model: str, figures: Figures) -> None:
     crop = reference("crop")
     classes = FaceParser(mask_pool.session(model), ParserOptions(regions=())).classes([crop])[0]
     expected = reference(f"parser_classes_{model}")
     assert classes.shape == expected.shape and np.mean(classes == expected) >= 0.999, f"{model}: classes differ"
     for selection, regions in SELECTIONS.items():
         mask = FaceParser(mask_pool.session(model), ParserOptions(regions=regions)).masks([crop])[0]
-        assert_image_close(levels(mask), reference(f"region_{model}_{selection}"), f"{model} {selection}")
+        figures.image(AREA, model, f"region mask {selection}", levels(mask), reference(f"region_{model}_{selection}"))
 
 
 @pytest.mark.parametrize("areas", AREAS)
-def test_area_mask(areas: str) -> None:
+def test_area_mask(areas: str, figures: Figures) -> None:
     mask = area_mask(reference("points_68"), SIZE, SIZE, AREAS[areas], EDGE_SIGMA * SIZE)
-    assert_image_close(levels(mask), reference(f"area_{areas}"), f"area {areas}")
+    figures.image(AREA, "area", f"area mask {areas}", levels(mask), reference(f"area_{areas}"))
     assert mask.max() > 0.9
 
 
@@ -108,22 +111,23 @@ def test_points_68_move_into_the_crop_as_in_facefusion() -> None:
     assert np.abs(moved - reference("points_68")).max() <= 1e-3  # float32 landmarks, 256 px
 
 
-def test_combined_masks(mask_pool: ModelPool) -> None:
+def test_combined_masks(mask_pool: ModelPool, figures: Figures) -> None:
     crop = reference("crop")
     occluder = Occluder(mask_pool.session("xseg_1"))
     parser = FaceParser(mask_pool.session("bisenet_resnet_34"), ParserOptions(regions=FACEFUSION_REGIONS))
     combined = crop_masks([crop], COMBINED, occluder=occluder, parser=parser, points_68=[reference("points_68")])[0]
-    assert_image_close(levels(combined), reference("combined"), "box, occlusion, area and region")
+    figures.image(AREA, "combined", "box, occlusion, area and region on FaceFusion's crop", levels(combined),
+                  reference("combined"))
     # FaceFusion's swap_face parses its swapped crop, not the target's (slimfuse parses the target's): fed that
     # crop, slimfuse's parser gives FaceFusion's mask as swap_face pastes with it.
     swapped_regions = parser.masks([reference("swapped")])[0]
     shared = crop_masks([crop], MaskOptions(**{**vars(COMBINED), "face_mask_types": ("box", "occlusion", "area")}),
                         occluder=occluder, points_68=[reference("points_68")])[0]
-    assert_image_close(levels(np.minimum(shared, swapped_regions)), reference("combined_swapped"),
-                       "box, occlusion, area and the swapped crop's regions")
+    figures.image(AREA, "combined", "box, occlusion, area and the swapped crop's regions",
+                  levels(np.minimum(shared, swapped_regions)), reference("combined_swapped"))
 
 
-def test_masks_from_slimfuses_own_face(mask_pool: ModelPool, astronaut: np.ndarray) -> None:
+def test_masks_from_slimfuses_own_face(mask_pool: ModelPool, astronaut: np.ndarray, figures: Figures) -> None:
     """End to end from the photo: slimfuse's FaceMesh, its five and 68 points, its warp and its masker."""
     mesh = FaceAnalyser(mask_pool).faces(astronaut)[0].landmarks
     assert mesh is not None
@@ -135,4 +139,4 @@ def test_masks_from_slimfuses_own_face(mask_pool: ModelPool, astronaut: np.ndarr
     moved = np.abs(landmarks_68(crop.landmarks) - reference("points_68")).max(axis=1)
     assert np.delete(moved, np.s_[36:48]).max() <= MAX_PIXELS
     combined = FaceMasker(mask_pool, COMBINED, None).masks([crop])[0]
-    assert_image_close(levels(combined), reference("combined"), "slimfuse's own crop and points")
+    figures.image(AREA, "combined", "from slimfuse's own crop and points", levels(combined), reference("combined"))
