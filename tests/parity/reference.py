@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -16,7 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from neural_models import isolated_store
+from parity import standins
+from slimfuse.models.pool import ModelPool
 from slimfuse.models.runtime import SessionSettings
+from slimfuse.models.store import Store
 
 FOLDER = Path(__file__).resolve().parent
 PROVIDER = os.environ.get("SLIMFUSE_PARITY_PROVIDER", "cpu")
@@ -30,6 +35,14 @@ FACEFUSION_COMMIT = "33cc6b40"
 def session_settings() -> SessionSettings:
     """The sessions of slimfuse's side: on SLIMFUSE_PARITY_PROVIDER, and an error if it cannot run there."""
     return SessionSettings(providers=(PROVIDER,), strict_provider=PROVIDER != "cpu")
+
+
+def standin_pool(root: Path, store: Store, names: Iterable[str]) -> ModelPool:
+    """The parity stand-ins `names` placed in ROOT/placed as a user places model files (files already there are
+    kept), loaded through a store of their own (ROOT/home) on SLIMFUSE_PARITY_PROVIDER."""
+    for name in names:
+        standins.write(name, root / "placed")
+    return ModelPool(isolated_store(root / "home", store, root / "placed"), session_settings())
 
 
 @cache

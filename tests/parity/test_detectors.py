@@ -18,9 +18,8 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-import neural_models as nm
 from parity import standins
-from parity.reference import FOLDER, MAX_PIXELS, Figures, recorded, session_settings
+from parity.reference import FOLDER, MAX_PIXELS, Figures, recorded, standin_pool
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.blazeface import DetectorOptions
 from slimfuse.faces.geometry import nms
@@ -69,7 +68,7 @@ def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
         spec = next(spec for spec in store.catalog.models if spec.filename == path.name)
         if spec.size is not None:
             pad_to(path, spec.size)
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
+    return standin_pool(root, store, ())
 
 
 class Replay:

@@ -17,10 +17,9 @@ import cv2
 import numpy as np
 import pytest
 
-import neural_models as nm
 from parity import standins
 from parity.faces import mesh_face
-from parity.reference import MAX_PIXELS, Figures, mask_float, recorded, session_settings
+from parity.reference import MAX_PIXELS, Figures, mask_float, recorded, standin_pool
 from processor_parts import box_masker, make_enhancer
 from slimfuse.faces.align import transform_points
 from slimfuse.models.pool import ModelPool
@@ -42,9 +41,7 @@ WEIGHTS = {"output_w0": 0.0, "output": 0.5, "output_w100": 1.0}
 @pytest.fixture(scope="module")
 def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
     root = tmp_path_factory.mktemp("parity_enhancers")
-    for name in MODELS:
-        standins.write(name, root / "placed")
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
+    return standin_pool(root, store, MODELS)
 
 
 def enhancer(pool: ModelPool, model: str, weight: float = 0.5) -> EnhanceProcessor:

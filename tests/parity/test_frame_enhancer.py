@@ -22,9 +22,8 @@ import cv2
 import numpy as np
 import pytest
 
-import neural_models as nm
 from parity import standins
-from parity.reference import Figures, recorded, session_settings
+from parity.reference import Figures, recorded, standin_pool
 from slimfuse.config import EnhanceOptions
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
@@ -45,9 +44,7 @@ look 2 pixels around; the real models further)."""
 @pytest.fixture(scope="module")
 def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
     root = tmp_path_factory.mktemp("parity_frame_enhancer")
-    for name in MODELS:
-        standins.write(name, root / "placed")
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
+    return standin_pool(root, store, MODELS)
 
 
 def frame_enhancer(pool: ModelPool, model: str, tile: int = 256, overlap: int = 24, blend: int = BLEND,

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import neural_models as nm
 from parity import standins
-from parity.reference import MAX_PIXELS, Figures, geometry, mask_float, recorded, session_settings
+from parity.reference import MAX_PIXELS, Figures, geometry, mask_float, recorded, standin_pool
 from slimfuse.config import MASK_AREAS, MaskOptions
 from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.analyse import FaceAnalyser
@@ -56,9 +55,7 @@ def reference(name: str) -> np.ndarray:
 def mask_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
     """The mask stand-ins placed as a user places model files, in a store of their own."""
     root = tmp_path_factory.mktemp("parity_masks")
-    for name in (*OCCLUDERS, *PARSERS):
-        standins.write(name, root / "placed")
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
+    return standin_pool(root, store, (*OCCLUDERS, *PARSERS))
 
 
 @pytest.mark.parametrize("blur", BLURS)

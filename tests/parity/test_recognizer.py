@@ -15,9 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-import neural_models as nm
-from parity import standins
-from parity.reference import Figures, cosine, geometry, psnr, recorded, session_settings
+from parity.reference import cosine, Figures, geometry, psnr, recorded, standin_pool
 from slimfuse.faces.align import align_matrix
 from slimfuse.faces.recognize import ArcFaceRecognizer, build_recognizer, normalise
 from slimfuse.models.neural.recognizers import ARCFACE
@@ -33,8 +31,7 @@ SHRUNK = ("source",)
 @pytest.fixture(scope="module")
 def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
     root = tmp_path_factory.mktemp("parity_recognizer")
-    standins.write(ARCFACE, root / "placed")
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
+    return standin_pool(root, store, (ARCFACE,))
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 import neural_models as nm
 from parity import standins
-from parity.reference import Figures, cosine, geometry, mask_float, psnr, recorded, session_settings
+from parity.reference import cosine, Figures, geometry, mask_float, psnr, recorded, standin_pool
 from processor_parts import make_swapper
 from slimfuse.config import SwapOptions
 from slimfuse.config import MaskOptions
@@ -51,10 +51,8 @@ IDS = [f"{model}-{boost}" for model, boost in CASES]
 @pytest.fixture(scope="module")
 def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> ModelPool:
     root = tmp_path_factory.mktemp("parity_swappers")
-    for contract in (*standins.SWAPPERS, *standins.CONVERTERS):
-        standins.write(contract.name, root / "placed")
     nm.save(nm.recognizer(), root / "placed", "arcface_w600k_r50")  # reads the target faces for the weight
-    return ModelPool(nm.isolated_store(root / "home", store, root / "placed"), session_settings())
+    return standin_pool(root, store, (contract.name for contract in (*standins.SWAPPERS, *standins.CONVERTERS)))
 
 
 @pytest.fixture(scope="module")
