@@ -86,6 +86,16 @@ def session(name: str, folder: Path) -> Any:
                                         providers=["CPUExecutionProvider"])
 
 
+def use_standins(core: Any, options: Mapping[str, Any], models: Path, sources: Mapping[str, str]) -> dict[str, Any]:
+    """Points a FaceFusion processor module (`core`) at the parity stand-ins: its model options (a copy of
+    `options`, its sources' paths replaced) and its inference pool, key -> stand-in name as FaceFusion keys them."""
+    pointed = {**options, "sources": {key: {"path": str(standins.write(name, models))} for key, name in sources.items()}}
+    pool = {key: session(name, models) for key, name in sources.items()}
+    core.get_model_options = lambda: pointed
+    core.get_inference_pool = lambda: pool
+    return pointed
+
+
 def rgb(bgr: np.ndarray) -> np.ndarray:
     """A FaceFusion image (BGR, uint8 or float 0..255) as RGB uint8, rounded."""
     return np.clip(np.rint(np.asarray(bgr, dtype=np.float64)), 0, 255).astype(np.uint8)[..., ::-1].copy()

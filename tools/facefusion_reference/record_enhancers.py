@@ -16,7 +16,6 @@ The aligned crops, the same for every model of a template and size, go once into
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -42,11 +41,7 @@ def record(inputs: common.Inputs, models: Path) -> list[Path]:
     crops: dict[str, np.ndarray] = {}
     for contract in common.standins.FACE_ENHANCERS:
         name = contract.name
-        options: dict[str, Any] = dict(model_set[name])
-        options["sources"] = {"face_enhancer": {"path": str(common.standins.write(name, models))}}
-        sessions = {"face_enhancer": common.session(name, models)}
-        core.get_model_options = lambda options=options: options
-        core.get_inference_pool = lambda sessions=sessions: sessions
+        options = common.use_standins(core, model_set[name], models, {"face_enhancer": name})
         for key, value in (("face_enhancer_model", name), ("face_mask_types", ["box"]), ("face_mask_blur", BLUR),
                            ("face_enhancer_blend", BLEND), ("face_enhancer_weight", 0.5)):
             state_manager.init_item(key, value)

@@ -13,7 +13,6 @@ frame_enhancer/NAME.npz:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -34,11 +33,7 @@ def record(inputs: common.Inputs, models: Path) -> list[Path]:
     written = []
     for contract in common.standins.FRAME_ENHANCERS:
         name = contract.name
-        options: dict[str, Any] = dict(model_set[name])
-        options["sources"] = {"frame_enhancer": {"path": str(common.standins.write(name, models))}}
-        sessions = {"frame_enhancer": common.session(name, models)}
-        core.get_model_options = lambda options=options: options
-        core.get_inference_pool = lambda sessions=sessions: sessions
+        options = common.use_standins(core, model_set[name], models, {"frame_enhancer": name})
         state_manager.init_item("frame_enhancer_model", name)
         state_manager.init_item("frame_enhancer_blend", BLEND)
         size, scale = options["size"], options["scale"]

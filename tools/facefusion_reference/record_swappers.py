@@ -12,7 +12,6 @@ Each model at its own size; inswapper_128 also at 256 (pixel boost x2), inswappe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -34,17 +33,11 @@ def record(inputs: common.Inputs, models: Path) -> list[Path]:
     written = []
     for contract in common.standins.SWAPPERS:
         name = contract.name
-        options: dict[str, Any] = dict(model_set[name])
-        sessions = {"face_swapper": common.session(name, models)}
-        paths = {"face_swapper": {"path": str(common.standins.write(name, models))}}
-        converter = options["sources"].get("embedding_converter")
+        sources = {"face_swapper": name}
+        converter = model_set[name]["sources"].get("embedding_converter")
         if converter is not None:
-            converter_name = Path(converter["path"]).stem
-            sessions["embedding_converter"] = common.session(converter_name, models)
-            paths["embedding_converter"] = {"path": str(common.standins.write(converter_name, models))}
-        options["sources"] = paths
-        core.get_model_options = lambda options=options: options
-        core.get_inference_pool = lambda sessions=sessions: sessions
+            sources["embedding_converter"] = Path(converter["path"]).stem
+        options = common.use_standins(core, model_set[name], models, sources)
         for key, value in (("face_swapper_model", name), ("face_mask_types", ["box"]), ("face_mask_blur", 0.3),
                            ("face_mask_padding", (0, 0, 0, 0)), ("face_swapper_weight", 0.5)):
             state_manager.init_item(key, value)
