@@ -305,9 +305,9 @@ def table(report: GpuReport) -> str:
                      f"| {memory.cell(row.peak_rss_mb, '.0f')} | {speed} | "
                      f"{'(reference)' if row.level == 0 else memory.cell(row.psnr_vs_level0, '.1f')} |")
     limit = report.limit
-    peak = memory.cell(limit.row.peak_device_mb, ".0f")
+    peak = "not read" if limit.row.peak_device_mb is None else f"{limit.row.peak_device_mb:.0f} MB"
     lines += ["", f"--execution-gpu-memory-limit {limit.limit} ({LIMIT_MIX}, level {limit.row.level}): peak device "
-              f"{peak} MB of at most {limit.limit_mb:.0f} MB: {'holds' if limit.passed else 'DOES NOT HOLD'}"
+              f"{peak} of at most {limit.limit_mb:.0f} MB: {'holds' if limit.passed else 'DOES NOT HOLD'}"
               + ("" if limit.row.exit_code == 0 else f" (run failed, exit {limit.row.exit_code}: {limit.row.error})"),
               "", f"| fp16 variant on {report.provider} | metric | value | threshold | verdict |", "|---|---|---|---|---|"]
     for gate in report.gates:
