@@ -99,7 +99,7 @@ class ModelUnavailableError(SlimfuseError):
 
 class ModelCorruptError(SlimfuseError):
     exit_code = 15
-    problem = "model file failed sha256 verification"
+    problem = "model file failed hash verification (its sha256, or its publisher's CRC32 of a download)"
 
 
 class ImageTooLargeError(SlimfuseError):

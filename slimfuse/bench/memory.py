@@ -210,7 +210,7 @@ def make_variants(home: Path, names: Sequence[str], work: Path, provider: str | 
                 made[name] = f"{name}.{variant}"
                 break
             if not gate:  # it did not get as far as the gate: say why, and try no other way
-                LOG.warning(f"bench memory: {name}: {_last_line(done.stderr)}")
+                LOG.warning(f"bench memory: {name}: {last_line(done.stderr)}")
                 break
     return made
 
@@ -227,7 +227,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "no message"
 
@@ -383,7 +383,7 @@ def run_level(level: int, clip: Path, folder: Path, home: Path, budget: float | 
     compared = measured.peak_device_mb if provider == "cuda" and measured.peak_device_mb is not None else peak_rss
     error = None
     if measured.exit_code != 0:
-        error = _last_line(log.read_text(encoding="utf-8", errors="replace") if log.exists() else "")
+        error = last_line(log.read_text(encoding="utf-8", errors="replace") if log.exists() else "")
     row = Row(level=level, peak_rss_mb=round(peak_rss, 1),
               peak_device_mb=None if measured.peak_device_mb is None else round(measured.peak_device_mb, 1),
               fps=None if fps is None else round(fps, 3), psnr_vs_level0=None, budget_mb=budget,
@@ -435,7 +435,7 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
         notify: Callable[[str], None] | None = None, mixes: Sequence[str] = DEFAULT_MIXES) -> list[Row]:
     """The benchmark: every mix of `mixes` at every level of `levels`, each in a fresh process; prints a table
     and a verdict per mix. ValueError for the frame enhancer's mix without a real_esrgan_x2 file in the store."""
-    from slimfuse.bench.video import make_bench_clip, mean_psnr
+    from slimfuse.bench.video import make_bench_clip
 
     store = store or Store(notify=lambda message: None)
     notify = notify or notice
@@ -443,7 +443,6 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
         raise ValueError(f"the mix with the frame enhancer needs a {FRAME_ENHANCER} file in the model store "
                          "(there is no stand-in of it); see slimfuse models path")
     budgets = dict(budgets) if budgets is not None else {level: DEFAULT_BUDGETS.get(level) for level in levels}
-    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="slimfuse-bench-memory-") as work:
         folder = Path(work)
         home, weights = private_home(folder / "home", store, width)
@@ -454,17 +453,7 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
         notify(f"bench memory: first load of each model (prepared for this CPU once): peak "
                f"{first.peak_rss_mb:.0f} MB, {first.seconds:.0f} s")
         clip = make_bench_clip(folder, frames)
-        for mix in mixes:
-            outputs: dict[int, Path] = {}
-            measured: list[Row] = []
-            for level in levels:
-                row, output = run_level(level, clip, folder, home, budgets.get(level), weights, frames, flags,
-                                        provider, mix)
-                notify(f"bench memory: {mix}, level {level}: peak {row.peak_rss_mb} MB, "
-                       f"{'failed: ' + (row.error or '') if row.exit_code else f'{row.fps} frames/s'}")
-                measured.append(row)
-                outputs[level] = output
-            rows += [_with_psnr(row, outputs.get(0), outputs[row.level], mean_psnr) for row in measured]
+        rows = run_mixes(clip, folder, home, weights, frames, mixes, levels, budgets, flags, provider, notify)
         prepared = Prepared(home, weights, variants)
     text = markdown(rows, frames, prepared, provider)
     print(text)
@@ -480,6 +469,28 @@ def run(frames: int = DEFAULT_FRAMES, budgets: Mapping[int, float | None] | None
         json_path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     if plot_path is not None:
         plot(rows, plot_path, frames)
+    return rows
+
+
+def run_mixes(clip: Path, folder: Path, home: Path, weights: str, frames: int, mixes: Sequence[str],
+              levels: Sequence[int], budgets: Mapping[int, float | None], flags: LevelFlags = level_flags,
+              provider: str | None = None, notify: Callable[[str], None] = notice) -> list[Row]:
+    """Every mix at every level on `clip`, each in a fresh process against models home `home`; the rows, with
+    each level's PSNR against level 0's output of its mix."""
+    from slimfuse.bench.video import mean_psnr
+
+    rows: list[Row] = []
+    for mix in mixes:
+        outputs: dict[int, Path] = {}
+        measured: list[Row] = []
+        for level in levels:
+            row, output = run_level(level, clip, folder, home, budgets.get(level), weights, frames, flags,
+                                    provider, mix)
+            notify(f"bench memory: {mix}, level {level}: peak {row.peak_rss_mb} MB, "
+                   f"{'failed: ' + (row.error or '') if row.exit_code else f'{row.fps} frames/s'}")
+            measured.append(row)
+            outputs[level] = output
+        rows += [_with_psnr(row, outputs.get(0), outputs[row.level], mean_psnr) for row in measured]
     return rows
 
 
@@ -508,7 +519,7 @@ def prepare_models(home: Path, names: Sequence[str], variants: Mapping[str, str]
             provider or "cpu"]
     measured = measure(argv, {**os.environ, "SLIMFUSE_HOME": str(home)}, folder / "prepare.log")
     if measured.exit_code != 0:
-        raise RuntimeError(f"loading the models failed: {_last_line((folder / 'prepare.log').read_text())}")
+        raise RuntimeError(f"loading the models failed: {last_line((folder / 'prepare.log').read_text())}")
     return measured
 
 
@@ -575,11 +586,11 @@ def markdown(rows: Sequence[Row], frames: int, prepared: Prepared | None = None,
     bases = {row.models: peak_of(row) for row in rows if row.level == 0 and row.exit_code == 0}
     for row in rows:
         peak, base = peak_of(row), bases.get(row.models)
-        cells = [" + ".join(MIXES[row.models]), f"level {row.level}", _cell(row.peak_rss_mb, ".0f"),
+        cells = [" + ".join(MIXES[row.models]), f"level {row.level}", cell(row.peak_rss_mb, ".0f"),
                  "" if base is None or peak is None or row.exit_code else f"{peak / base:.2f}",
-                 _cell(row.peak_device_mb, ".0f"),
-                 _cell(row.fps, ".2f") if row.exit_code == 0 else f"failed (exit {row.exit_code}): {row.error}",
-                 "(reference)" if row.level == 0 else _cell(row.psnr_vs_level0, ".1f"),
+                 cell(row.peak_device_mb, ".0f"),
+                 cell(row.fps, ".2f") if row.exit_code == 0 else f"failed (exit {row.exit_code}): {row.error}",
+                 "(reference)" if row.level == 0 else cell(row.psnr_vs_level0, ".1f"),
                  "none" if row.budget_mb is None else f"{row.budget_mb:g}",
                  "no" if row.budget_exceeded else "yes", ", ".join(row.variants) or "-", row.weights]
         lines.append("| " + " | ".join(cells) + " |")
@@ -592,7 +603,7 @@ def markdown(rows: Sequence[Row], frames: int, prepared: Prepared | None = None,
     return "\n".join(lines)
 
 
-def _cell(value: float | None, spec: str) -> str:
+def cell(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 

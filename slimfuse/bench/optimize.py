@@ -186,7 +186,7 @@ def measure_calibration(store: Store, models: Sequence[str] = CALIBRATION_MODELS
                 measured = memory.measure([sys.executable, "-c", MEASURED_PROCESS, name, calibrator, str(result)],
                                           {**os.environ, "SLIMFUSE_HOME": str(home)}, log)
                 made = json.loads(result.read_text(encoding="utf-8")) if result.is_file() else {}
-                error = None if measured.exit_code == 0 else memory._last_line(log.read_text(encoding="utf-8"))
+                error = None if measured.exit_code == 0 else memory.last_line(log.read_text(encoding="utf-8"))
                 rows.append(CalibrationRow(
                     model=name, weights=weights[name], file_mb=round(path.stat().st_size / 1e6, 1),
                     calibrator=calibrator, samples=made.get("samples"), peak_rss_mb=round(measured.peak_rss_mb, 1),

@@ -45,6 +45,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     _add_serve_parser(kinds)
     _add_batch_parser(kinds)
     _add_live_parser(kinds)
+    _add_gpu_parser(kinds)
     quality = kinds.add_parser("quality", help="how photo-like the embedded mesh swap looks: detail, identity (dlib), "
                                "colour, mouth, glasses, flicker, on the packaged photos and variations of them")
     quality.add_argument("--crops", type=Path, default=None, metavar="DIR",
@@ -121,6 +122,18 @@ def _add_live_parser(kinds: argparse._SubParsersAction) -> None:
     add_common_options(live)
 
 
+def _add_gpu_parser(kinds: argparse._SubParsersAction) -> None:
+    gpu = kinds.add_parser("gpu", help="the CUDA path in a few minutes: doctor, the memory levels' device peaks and "
+                           "frames/s, --execution-gpu-memory-limit 3.5G, the fp16 gates on CUDA, the parity tests on "
+                           "CUDA (exit 17 without a working CUDA provider)")
+    gpu.add_argument("--frames", type=_positive_int, default=24, help="length of the 720p clip of each run")
+    gpu.add_argument("--standin-width", type=float, default=1.0, metavar="FACTOR",
+                     help="channel widths of the stand-ins relative to the real models (1: real sizes; smaller for "
+                     "a quick check of the script itself)")
+    _add_json(gpu)
+    add_common_options(gpu)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -155,6 +168,12 @@ def run(args: argparse.Namespace) -> int:
         live.run(seconds=args.seconds, soak_seconds=args.soak_seconds, json_path=args.json, plot_path=args.plot,
                  with_neural=args.neural, neural_seconds=args.neural_seconds)
         return 0
+    if args.kind == "gpu":
+        from slimfuse.bench import gpu
+        from slimfuse.cli.common import make_store
+
+        report = gpu.run(frames=args.frames, json_path=args.json, store=make_store(args), width=_standin_width(args))
+        return 0 if report.passed else 1
     if args.kind == "startup":
         from slimfuse.bench import startup
 
@@ -209,16 +228,23 @@ def _run_memory(args: argparse.Namespace) -> int:
         budgets = memory.parse_budgets(args.budgets)
     except ValueError as exc:
         raise UsageError(detail=str(exc)) from None
-    if not 0 < args.standin_width <= 1:
-        raise UsageError(detail=f"--standin-width must be in (0, 1], got {args.standin_width:g}")
+    width = _standin_width(args)
     notify = None  # notices go to the log, which --quiet silences
     try:
         rows = memory.run(frames=args.frames, budgets=budgets, json_path=args.json, markdown_path=args.markdown,
                           plot_path=args.plot, provider=args.execution_provider, store=make_store(args),
-                          width=args.standin_width, notify=notify, mixes=tuple(dict.fromkeys(args.models)))
+                          width=width, notify=notify, mixes=tuple(dict.fromkeys(args.models)))
     except ValueError as exc:
         raise UsageError(detail=str(exc)) from None
     return 1 if any(row.exit_code != 0 for row in rows) else 0
+
+
+def _standin_width(args: argparse.Namespace) -> float:
+    from slimfuse.errors import UsageError
+
+    if not 0 < args.standin_width <= 1:
+        raise UsageError(detail=f"--standin-width must be in (0, 1], got {args.standin_width:g}")
+    return float(args.standin_width)
 
 
 def _add_json(parser: argparse.ArgumentParser) -> None:

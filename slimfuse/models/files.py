@@ -1,4 +1,4 @@
-"""Model files on disk: their sha256, and moving a rejected file aside."""
+"""Model files on disk: their sha256, their size in words, and moving a rejected file aside."""
 from __future__ import annotations
 
 import hashlib
@@ -21,3 +21,8 @@ def move_aside(path: Path) -> Path:
         n += 1
     os.rename(path, aside)
     return aside
+
+
+def size_text(size: int) -> str:
+    """A file size as people read it: "555.3 MB", or "12 kB" below 0.1 MB."""
+    return f"{size / 1e6:.1f} MB" if size >= 1e5 else f"{size / 1e3:.0f} kB"

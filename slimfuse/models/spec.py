@@ -96,6 +96,15 @@ KIND_GATES: dict[str, GateSpec] = {
 
 
 @dataclass(frozen=True)
+class Published:
+    """What public sources state about the publisher's own file (its release asset), so a download of a model that
+    is otherwise trust-on-first-use is checked before it is kept."""
+
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     kind: str
@@ -118,3 +127,14 @@ class ModelSpec:
     """For neural models: how to call them."""
     gate: GateSpec | None = None
     """The quality gate of this model's optimised variants (None: it has none; not an ONNX model)."""
+    published: Published | None = None
+    """For a trust-on-first-use model: the sha256 and size public sources state for the file at `urls` (a download
+    must match; a file the user places may differ, and is then trusted on first use with a notice)."""
+    publisher_crc32: bool = False
+    """The publisher puts NAME.hash beside each address in `urls`: the file's CRC32 as 8 lowercase hex digits
+    (FaceFusion does). A download with no `published` sha256 is checked against it before it is trusted."""
+
+    @property
+    def known_size(self) -> int | None:
+        """The file's size in bytes where the catalog knows it (its own size, or the published one)."""
+        return self.size if self.size is not None else (self.published.size if self.published else None)

@@ -6,7 +6,9 @@ in a process; a file that fails is removed and fetched again.
 
 Models whose sha256 cannot be pinned (the neural models users bring) are trust-on-first-use: the sha256 of the
 first file fetched or found (in `--models-dir`, used in place, or in $SLIMFUSE_HOME/models) is recorded in
-$SLIMFUSE_HOME/recorded_sha256.json and every later load is verified against it. A file that fails its recorded
+$SLIMFUSE_HOME/recorded_sha256.json and every later load is verified against it. Their downloads are checked
+before they are recorded (slimfuse.models.fetch): against the sha256 public sources state for the publisher's
+file where there is one (a placed file may differ, with a notice), else the publisher's CRC32. A file that fails its recorded
 hash, or that the pool finds is not the model its catalog entry describes, is rejected: renamed to
 NAME.rejected-<n> beside where it was, with a one-line error. Only ONNX and dlib files are ever loaded;
 nothing pickled.
@@ -32,10 +34,12 @@ from slimfuse.models.spec import ModelSpec
 from slimfuse.models.variants import (FLAGS, PASS, VARIANTS, VariantRecord, read_record, sidecar_path, split_name,
                                      variant_filename, variant_problem, verdict_words)
 
-__all__ = ["PINNED", "RECORD_FILE", "TRUST_ON_FIRST_USE", "ModelStatus", "Notify", "Store", "default_home",
-           "sha256_file"]
+__all__ = ["PINNED", "PUBLISHED", "RECORD_FILE", "TRUST_ON_FIRST_USE", "ModelStatus", "Notify", "Store",
+           "default_home", "sha256_file"]
 PINNED = "pinned"
 TRUST_ON_FIRST_USE = "trust-on-first-use"
+PUBLISHED = "published"
+"""A trust-on-first-use model with a published sha256: downloads must match it, a placed file may differ."""
 
 
 def default_home() -> Path:
@@ -49,7 +53,8 @@ class ModelStatus:
     present: bool
     verified: bool
     pinning: str = PINNED
-    """"pinned" (sha256 in the catalog) or "trust-on-first-use" (sha256 recorded on first fetch or use)."""
+    """"pinned" (sha256 in the catalog), "trust-on-first-use" (sha256 recorded on first fetch or use) or
+    "published" (trust-on-first-use, with the sha256 public sources state for the publisher's file)."""
     recorded: str | None = None
     """The recorded sha256 of a trust-on-first-use model, None until it is recorded."""
 
@@ -127,9 +132,10 @@ class Store:
             verified = present and sha256_file(target) == spec.sha256
             return ModelStatus(spec=spec, path=target, present=present, verified=verified)
         recorded = self.recorded(name)
-        verified = present and recorded is not None and sha256_file(target) == recorded
+        trusted = recorded or (spec.published.sha256 if spec.published else None)
+        verified = present and trusted is not None and sha256_file(target) == trusted
         return ModelStatus(spec=spec, path=target, present=present, verified=verified,
-                           pinning=TRUST_ON_FIRST_USE, recorded=recorded)
+                           pinning=PUBLISHED if spec.published else TRUST_ON_FIRST_USE, recorded=recorded)
 
     # Variants (slimfuse optimize) ----------------------------------------------------------------------------
 
@@ -233,3 +239,6 @@ class Store:
         self._records.record(spec.name, path, digest)
         self.notify(f"{spec.name}: sha256 {digest} of {path} recorded (trust on first use); "
                     "later loads are verified against it")
+        if spec.published is not None and digest != spec.published.sha256:
+            self.notify(f"{spec.name}: {path} differs from the publisher's file (published sha256 "
+                        f"{spec.published.sha256}); it is trusted on first use as it is")

@@ -24,7 +24,7 @@ from slimfuse.models.validate import file_inputs
 from slimfuse.models.variants import (FAIL, UNGATED, VARIANTS, VariantRecord, now, read_record, split_name,
                                       variant_filename)
 from slimfuse.optimize.calibration import Split, calibration_images
-from slimfuse.optimize.gate import GateResult, evaluate
+from slimfuse.optimize.gate import GATE_SESSIONS, GateResult, evaluate
 from slimfuse.optimize.quantize import OrtLevel, make_quantised
 from slimfuse.optimize.subjects import Subject, SubjectContext, build_subject
 
@@ -143,8 +143,9 @@ def resolve(store: Store, model: str, request: OptimizeRequest) -> OptimizeTarge
 
 
 def optimize(store: Store, model: str, request: OptimizeRequest, notify: Notify = lambda message: None,
-             workshop: Workshop | None = None) -> Outcome:
-    """Make the `request.technique` variant of `model`, gate it when asked, and store it unless it failed."""
+             workshop: Workshop | None = None, runtime: SessionSettings = GATE_SESSIONS) -> Outcome:
+    """Make the `request.technique` variant of `model`, gate it when asked (the original and the variant running
+    with `runtime`: the CPU by default), and store it unless it failed."""
     shop = workshop or Workshop(store, notify)
     target = resolve(store, model, request)
     if request.gate and target.gate is None:
@@ -154,7 +155,7 @@ def optimize(store: Store, model: str, request: OptimizeRequest, notify: Notify 
     result = None
     if request.gate:
         assert target.gate is not None
-        result = gate_bytes(shop, target, request.technique, data, target.gate)
+        result = gate_bytes(shop, target, request.technique, data, target.gate, runtime)
     verdict = UNGATED if result is None else result.verdict
     record = VariantRecord(model=target.name, variant=request.technique, sha256=_sha256_bytes(data),
                            original_sha256=target.sha256, size=len(data), verdict=verdict, technique=technique,
@@ -196,18 +197,20 @@ def make_variant(shop: Workshop, target: OptimizeTarget, request: OptimizeReques
         raise OptimizeError(target.path, f"{request.technique}: {type(exc).__name__}: {exc}") from exc
 
 
-def gate_bytes(shop: Workshop, target: OptimizeTarget, technique: str, data: bytes, gate: GateSpec) -> GateResult:
-    """Gate a variant held in memory against the original."""
+def gate_bytes(shop: Workshop, target: OptimizeTarget, technique: str, data: bytes, gate: GateSpec,
+               runtime: SessionSettings = GATE_SESSIONS) -> GateResult:
+    """Gate a variant held in memory against the original (both run with `runtime`: the CPU by default)."""
     subject = shop.subject(target, gate.metric, "gate")
     with tempfile.TemporaryDirectory(prefix="slimfuse-gate-") as work:
         candidate = Path(work) / f"candidate.{technique}.onnx"
         candidate.write_bytes(data)
-        return gate_file(target, technique, candidate, gate, subject)
+        return gate_file(target, technique, candidate, gate, subject, runtime)
 
 
-def gate_file(target: OptimizeTarget, technique: str, candidate: Path, gate: GateSpec, subject: Subject) -> GateResult:
+def gate_file(target: OptimizeTarget, technique: str, candidate: Path, gate: GateSpec, subject: Subject,
+              runtime: SessionSettings = GATE_SESSIONS) -> GateResult:
     try:
-        return evaluate(target.name, technique, gate, subject, target.path, candidate)
+        return evaluate(target.name, technique, gate, subject, target.path, candidate, runtime)
     except SlimfuseError:
         raise
     except Exception as exc:  # noqa: BLE001 - a variant ONNX Runtime cannot run fails its gate loudly

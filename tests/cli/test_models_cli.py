@@ -22,8 +22,8 @@ def test_list_shows_every_model_verified(capsys: pytest.CaptureFixture[str], sto
         assert str(store.location(name)) in line
         if spec.sha256 is not None:  # pinned: every install has them
             assert "verified" in line and spec.sha256[:16] in line and " pinned " in line
-        else:  # the neural models users bring: trust on first use, none placed in this store
-            assert "trust-on-first-use" in line
+        else:  # the neural models users bring: trust on first use (with a published sha256 for downloads)
+            assert ("published" if spec.published else "trust-on-first-use") in line
 
 
 def test_path_and_unknown_names(capsys: pytest.CaptureFixture[str], store: Store) -> None:

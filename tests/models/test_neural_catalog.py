@@ -147,3 +147,19 @@ def test_the_command_line_offers_the_catalog() -> None:
                           ("execution_providers", ("vulkan",))):
         with pytest.raises(UsageError, match=f"--{option.replace('_', '-')}: invalid choice"):
             RunConfig.from_options(**{option: wrong})
+
+
+def test_published_hashes_are_for_facefusion_downloads_only() -> None:
+    # Each published sha256 belongs to a trust-on-first-use entry downloaded from FaceFusion's release, is a
+    # sha256 (64 lowercase hex digits) with a plausible size, and no two models share one.
+    published = {spec.name: spec.published for spec in Catalog().models if spec.published is not None}
+    assert {"inswapper_128", "gfpgan_1.4", "arcface_w600k_r50", "xseg_1", "bisenet_resnet_34"} <= set(published)
+    for name, entry in published.items():
+        spec = Catalog().get(name)
+        assert spec.sha256 is None and spec.publisher_crc32 and spec.urls[0].startswith(
+            "https://github.com/facefusion/facefusion-assets/releases/download/models-3.")
+        assert len(entry.sha256) == 64 and entry.sha256 == entry.sha256.lower() and int(entry.sha256, 16) > 0
+        assert entry.size > 1_000_000 and (spec.size is None or spec.size == entry.size)
+    assert len({entry.sha256 for entry in published.values()}) == len(published)
+    # insightface's own inswapper_128.onnx is a different file from FaceFusion's: it must not be taken for it.
+    assert published["inswapper_128"].sha256 != "e4a3f08c753cb72d04e10aa0f7dbe3deebbf39567d4ead6dce08e98aa49e16af"

@@ -54,8 +54,12 @@ def test_a_placed_file_is_recorded_on_first_use_and_verified_after(home: Path, p
     digest = sha256_file(path)
     assert _records(home)[SWAPPER]["sha256"] == digest
     assert any("recorded (trust on first use)" in message for message in messages)
+    # A stand-in is not FaceFusion's file: placed by hand, it is trusted all the same, with a notice.
+    published = Catalog().get(SWAPPER).published
+    assert published is not None and published.sha256 != digest
+    assert any("differs from the publisher's file" in message and published.sha256 in message for message in messages)
     status = store.status(SWAPPER)
-    assert status.pinning == "trust-on-first-use" and status.recorded == digest and status.verified
+    assert status.pinning == "published" and status.recorded == digest and status.verified
 
     later: list[str] = []  # a later run verifies against the record and records nothing new
     assert Store(home=home, models_dir=placed, notify=later.append).path(SWAPPER) == path
@@ -96,7 +100,8 @@ def test_a_download_is_recorded_on_the_first_successful_fetch(tmp_path: Path, se
     base = server.base
     payload = (nm.save(nm.recognizer(), tmp_path / "upstream", "arcface_w600k_r50")).read_bytes()
     server.files["/arcface_w600k_r50.onnx"] = payload
-    spec = replace(Catalog().get("arcface_w600k_r50"), urls=(f"{base}/missing.onnx", f"{base}/arcface_w600k_r50.onnx"))
+    spec = replace(Catalog().get("arcface_w600k_r50"), urls=(f"{base}/missing.onnx", f"{base}/arcface_w600k_r50.onnx"),
+                   published=None)  # the stand-in is not FaceFusion's file
     store = Store(home=tmp_path / "home", catalog=Catalog((spec,)), notify=lambda m: None)
     path = store.path("arcface_w600k_r50")
     assert path.read_bytes() == payload
@@ -154,14 +159,15 @@ def test_a_tampered_swapper_stops_the_swap_with_exit_15(home: Path, placed: Path
 def test_models_list_shows_pinning_and_records(home: Path, placed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models", "list", "--models-dir", str(placed)]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
-    assert " present " in rows[SWAPPER] and "trust-on-first-use " in rows[SWAPPER] and " ? " in rows[SWAPPER]
+    assert " present " in rows[SWAPPER] and "published " in rows[SWAPPER] and " 555.3 MB " in rows[SWAPPER]
+    assert "trust-on-first-use " in rows["ghost_1_256"] and " ? " in rows["ghost_1_256"]  # no sha256 published
     assert " pinned " in rows["face_landmark"]
     assert main(["models", "fetch", SWAPPER, "--models-dir", str(placed), "--quiet"]) == 0
     capsys.readouterr()
     assert main(["models", "list", "--models-dir", str(placed)]) == 0
     row = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}[SWAPPER]
     digest = sha256_file(placed / "inswapper_128.onnx")
-    assert "trust-on-first-use, recorded" in row and " verified " in row and digest[:16] in row
+    assert "published, recorded" in row and " verified " in row and digest[:16] in row
     assert main(["models", "verify", "--models-dir", str(placed)]) == 0
 
 
