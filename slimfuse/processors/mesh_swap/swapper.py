@@ -35,164 +35,23 @@ input crop's, bit for bit.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from slimfuse.config import SwapOptions
-from slimfuse.models.mesh_topology import NUM_LANDMARKS, MeshTopology
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.processors import blend as blend_ops
 from slimfuse.processors import color as color_ops
 from slimfuse.processors import mesh_masks as mask_ops
+from slimfuse.processors.mesh_swap.glasses import glasses_zone, occluders, without_glasses
+from slimfuse.processors.mesh_swap.mesh import HOLES, SwapMesh, checked_landmarks, doubled_areas, ring_opening
+from slimfuse.processors.mesh_swap.source import SourceFace, cut_out_source, scaled_source
+from slimfuse.processors.mesh_swap.tuning import MeshTuning
 from slimfuse.processors.raster import triangle_labels
 
-_SHIFT = 4
 _BOX_MARGIN = 4  # pixels kept around the outer mask's box (the shape transfer samples a little beyond it)
-
-
-@dataclass(frozen=True)
-class MeshTuning:
-    """Tuning of the mesh swapper (what a user chooses is the run's SwapOptions). Fractions are of the target face
-    size (the larger of the face oval's height and width) unless noted."""
-
-    glasses_reach: float = 0.06  # how far the target's eye region (eye_region "target") reaches past the eyelid rings
-    occluder_darkness: float = 0.5  # a line this much darker than its surroundings (share of their brightness)
-    occluder_length: float = 0.25  # ... if it runs on for at least this (of the face size)
-    rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
-    occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
-    poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
-    mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
-    mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
-    mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
-    mask_feather: float = 0.08  # width of the alpha ramp at the face edge
-    hole_feather: float = 0.02  # width of the alpha ramp at a kept mouth / kept eyes
-    closed_mouth: float = 0.015  # a mouth whose inner-lip opening is below this (of the face size) is closed
-    pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
-    lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
-    eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
-    magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
-    detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
-    # that has less of it (a smaller, magnified source)
-    detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
-    # fading to `detail_transfer` over as far again: the skin's grain runs on across the mask border
-    detail_floor: float = 0.5  # a source with more fine detail than the target keeps at least this share of it
-    detail_texture: float = 4.0  # the carried band's local energy is held to this many times its median on the
-    # skin: pores and fine wrinkles pass, the target's own edges (glasses rims, nose outline, deep folds) stay faint
-    color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
-    color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
-    feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
-    max_stretch: float = 2.5  # texture magnified (in area) this much more than the face as a whole starts to
-    # fade out, and is gone at twice that (seen obliquely in the source, or mouth closed there and open here)
-    shape_transfer: float = 0.7  # 0 = keep the target's feature layout, 1 = move it fully to the source's
-    shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
-    max_shape_shift: float = 0.08  # no vertex moves more than this
-    max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
-    interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
-
-    def __post_init__(self) -> None:
-        if self.interpolation not in ("linear", "cubic"):
-            raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
-        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0")
-        for name in ("mask_feather", "hole_feather"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0")
-        if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
-            raise ValueError("color_strength and feature_color_damping must lie in [0, 1]")
-        if not 0.0 <= self.shape_transfer <= 1.0:
-            raise ValueError("shape_transfer must lie in [0, 1]")
-        if self.shape_rings < 1 or self.max_shape_shift < 0:
-            raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
-        if self.max_stretch < 1.0:
-            raise ValueError("max_stretch must be at least 1")
-        if self.detail_texture <= 0:
-            raise ValueError("detail_texture must be > 0")
-        if not 0.0 <= self.detail_floor <= 1.0 or not 0.0 <= self.detail_transfer <= 1.0:
-            raise ValueError("detail_floor and detail_transfer must lie in [0, 1]")
-        if self.magnify_sharpen < 0:
-            raise ValueError("magnify_sharpen must be >= 0")
-        if self.occluder_width <= 0 or self.rims_reach < 0:
-            raise ValueError("occluder_width must be > 0 and rims_reach >= 0")
-        if self.max_source_face < 32:
-            raise ValueError("max_source_face must be at least 32 pixels")
-
-
-@dataclass(frozen=True, eq=False)
-class SourceFace:
-    """One source identity, prepared once and reused for every target face and frame.
-
-    image: RGB uint8 crop holding the source face; landmarks: (468, 3) float32 in that crop's pixels.
-    levels: the image and its pyrDown halvings (level k has landmarks * 0.5**k), filled in automatically.
-    face_size: the landmarks' bounding-box side in pixels, filled in automatically."""
-
-    image: np.ndarray
-    landmarks: np.ndarray
-    levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
-    face_size: float = 0.0
-
-    def __post_init__(self) -> None:
-        img = np.asarray(self.image)
-        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
-            raise ValueError("SourceFace.image must be an RGB uint8 HxWx3 array")
-        lm = np.asarray(self.landmarks, dtype=np.float32)
-        if lm.ndim != 2 or lm.shape[0] < NUM_LANDMARKS or lm.shape[1] != 3:
-            raise ValueError(f"SourceFace.landmarks must be ({NUM_LANDMARKS}, 3)")
-        lm = np.ascontiguousarray(lm[:NUM_LANDMARKS])
-        img = np.ascontiguousarray(img)
-        img.setflags(write=False)
-        lm.setflags(write=False)
-        object.__setattr__(self, "image", img)
-        object.__setattr__(self, "landmarks", lm)
-        span = lm[:, :2].max(0) - lm[:, :2].min(0)
-        size = float(max(span.max(), 1.0))
-        object.__setattr__(self, "face_size", size)
-        if not self.levels:
-            levels = [img]
-            while size / 2 ** len(levels) >= 48 and min(levels[-1].shape[:2]) >= 16:
-                levels.append(cv2.pyrDown(levels[-1]))
-            for lv in levels:
-                lv.setflags(write=False)
-            object.__setattr__(self, "levels", tuple(levels))
-        object.__setattr__(self, "_upsampled", {})
-        object.__setattr__(self, "_meshes", {})
-
-    @staticmethod
-    def magnified(ratio: float) -> int:
-        """The upsampling factor (1, 2 or 4) for a target face `ratio` times the source face's size."""
-        return 1 if ratio < 1.3 else 2 if ratio < 2.6 else 4
-
-    def upsampled(self, factor: int, sharpen: float = 0.0) -> np.ndarray:
-        """The source image magnified `factor` times with Lanczos, then unsharp-masked by `sharpen` at the source's
-        own pixel scale (made once, then cached); pixel centres map as x' = (x + 0.5) * factor - 0.5."""
-        cache: dict[tuple[int, float], np.ndarray] = self._upsampled  # type: ignore[attr-defined]
-        if (factor, sharpen) not in cache:
-            img = self.image
-            big = cv2.resize(img, (img.shape[1] * factor, img.shape[0] * factor), interpolation=cv2.INTER_LANCZOS4)
-            if sharpen > 0:
-                f = big.astype(np.float32)
-                f += np.float32(sharpen) * (f - cv2.GaussianBlur(f, (0, 0), 0.5 * factor))
-                big = np.clip(np.rint(f), 0, 255).astype(np.uint8)
-            big.setflags(write=False)
-            cache[(factor, sharpen)] = big
-        return cache[(factor, sharpen)]
-
-
-@dataclass(frozen=True)
-class SourceMesh:
-    """The source mesh at one scale: what every target face swapped from it reuses.
-
-    triangles: the swapper's triangles it was made for; vertices: (V + 3, 3) float32, the hole centres appended;
-    corners: (T, 3, 2) float64, each triangle's corners; areas: (T,) twice each triangle's signed area;
-    mouth_closed: whether the source's mouth is closed."""
-
-    triangles: np.ndarray
-    vertices: np.ndarray
-    corners: np.ndarray
-    areas: np.ndarray
-    mouth_closed: bool
 
 
 @dataclass(frozen=True, eq=False)
@@ -223,23 +82,11 @@ class MeshSwapper:
         self.topology = topology
         self.options = options
         self.tuning = tuning
+        self.mesh = SwapMesh.of(topology)
         n = topology.num_vertices
-        self._rings = {
-            "oval": np.asarray(topology.face_oval, dtype=np.int64),
-            "lips_outer": np.asarray(topology.lips_outer, dtype=np.int64),
-            "lips_inner": np.asarray(topology.lips_inner, dtype=np.int64),
-            "left_eye": np.asarray(topology.left_eye, dtype=np.int64),
-            "right_eye": np.asarray(topology.right_eye, dtype=np.int64),
-        }
-        # Hole fans: a virtual vertex at each hole ring's centroid (indices n, n+1, n+2). The rings run in
-        # the triangles' sense, so (centre, r_i, r_i+1) has it too.
-        self._holes = ("left_eye", "right_eye", "lips_inner")
-        fans: list[tuple[int, int, int]] = []
-        for h, name in enumerate(self._holes):
-            ring = self._rings[name]
-            c = n + h
-            fans.extend((c, int(ring[i]), int(ring[(i + 1) % len(ring)])) for i in range(len(ring)))
-        self._triangles = np.concatenate([np.asarray(topology.triangles, np.int64), np.asarray(fans, np.int64)])
+        self._rings = self.mesh.rings
+        self._holes = HOLES
+        self._triangles = self.mesh.triangles
         # Shape-transfer weight per vertex: 0 on the outline, full `shape_rings` mesh rings inside it; pinned
         # to 0 on the kept mouth (and its ring of neighbours) and on kept eyes.
         tri = np.asarray(topology.triangles, dtype=np.int64)
@@ -259,96 +106,10 @@ class MeshSwapper:
     def prepare_source(self, image: np.ndarray, landmarks: np.ndarray) -> SourceFace:
         """Cut the source face (with a margin) out of `image`, scaled down if it is larger than
         `options.max_source_face`, and build its pyramid. image: RGB uint8; landmarks: (468, 3) pixels."""
-        img = np.asarray(image)
-        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
-            raise ValueError("source image must be an RGB uint8 HxWx3 array")
-        lm = _check_landmarks(landmarks)
-        lo, hi = lm[:, :2].min(0), lm[:, :2].max(0)
-        size = float(max((hi - lo).max(), 1.0))
-        margin = 0.25 * size + 4
-        h, w = img.shape[:2]
-        x0, y0 = max(int(math.floor(lo[0] - margin)), 0), max(int(math.floor(lo[1] - margin)), 0)
-        x1, y1 = min(int(math.ceil(hi[0] + margin)) + 1, w), min(int(math.ceil(hi[1] + margin)) + 1, h)
-        if x1 - x0 < 2 or y1 - y0 < 2:
-            raise ValueError("source landmarks lie outside the source image")
-        crop = img[y0:y1, x0:x1]
-        local = lm.copy()
-        local[:, 0] -= x0
-        local[:, 1] -= y0
-        scale = min(1.0, self.tuning.max_source_face / size)
-        if scale < 1.0:
-            nw, nh = max(1, int(round(crop.shape[1] * scale))), max(1, int(round(crop.shape[0] * scale)))
-            sx, sy = nw / crop.shape[1], nh / crop.shape[0]
-            crop = cv2.resize(crop, (nw, nh), interpolation=cv2.INTER_AREA)
-            # INTER_AREA keeps pixel-centre alignment: x' = (x + 0.5) * s - 0.5
-            local[:, 0] = (local[:, 0] + 0.5) * sx - 0.5
-            local[:, 1] = (local[:, 1] + 0.5) * sy - 0.5
-            local[:, 2] *= (sx + sy) / 2
-        crop = np.array(crop)
+        crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
         if self.options.remove_source_glasses:
-            crop = self._without_glasses(crop, local)
+            crop = without_glasses(crop, local, self.mesh, self.tuning)
         return SourceFace(image=crop, landmarks=local)
-
-    def _without_glasses(self, image: np.ndarray, lm: np.ndarray) -> np.ndarray:
-        """The source with thin dark lines in its glasses zone (rims, bridge, temple arms) inpainted from the skin
-        around them; the eyes with their lashes are left alone."""
-        size = float(max((lm[:, :2].max(0) - lm[:, :2].min(0)).max(), 1.0))
-        shape = image.shape[:2]
-        zone = self._glasses_zone(lm, size, shape, self.tuning.rims_reach) > 0.5
-        features = [lm[self._rings[k], :2] for k in ("left_eye", "right_eye")]
-        sd = mask_ops.polygons_signed_distance(shape, features, 0.05 * size)
-        spared = mask_ops.soft_from_distance(shape, sd, 0.025 * size, 1.0) > 0
-        darkness = self._darkness(image, size)
-        lines = self._rims(darkness, size, zone) & ~spared
-        if not lines.any():
-            return image
-        # Hysteresis: fainter parts of the same lines (their soft edges, where they cross a brow) go too.
-        weak = ((darkness > 0.5 * self.tuning.occluder_darkness) & zone & ~spared).astype(np.uint8)
-        count, labels = cv2.connectedComponents(weak, connectivity=8)
-        touched = np.zeros(count, bool)
-        touched[np.unique(labels[lines])] = True
-        touched[0] = False
-        lines = touched[labels]
-        grow = max(1, int(round(0.008 * size)))
-        hole = cv2.dilate(lines.astype(np.uint8), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
-        # Filled from the skin around it only (not from brows, lashes or the rims' own soft edges), so no dark
-        # smear is dragged in.
-        skin = (hole == 0) & (darkness < 0.5 * self.tuning.occluder_darkness)
-        fill = color_ops.normalized_blur(image.astype(np.float32), skin.astype(np.float32), max(1.0, 0.02 * size))
-        return np.where(hole[..., None] > 0, np.clip(np.rint(fill), 0, 255), image).astype(np.uint8)
-
-    def _darkness(self, image: np.ndarray, size: float) -> np.ndarray:
-        """How much darker than its surroundings each pixel is, across lines up to `occluder_width` wide, as a
-        share of the surroundings' brightness (a rim is nearly black on skin; a crease only a little darker)."""
-        luma = color_ops.luma(image)
-        dark = mask_ops.dark_lines(luma, self.tuning.occluder_width * size)
-        return dark / (luma + dark + 1.0)
-
-    def _rims(self, darkness: np.ndarray, size: float, zone: np.ndarray) -> np.ndarray:
-        """Rim-like lines in `zone` (bool): `darkness` above `occluder_darkness` in a component spanning at least
-        `occluder_length` of the face, so creases, wrinkles and lashes do not count."""
-        opt = self.tuning
-        lines = (darkness > opt.occluder_darkness) & zone
-        count, labels, stats, _ = cv2.connectedComponentsWithStats(lines.astype(np.uint8), connectivity=8)
-        long = np.zeros(count, bool)
-        long[1:] = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]) >= opt.occluder_length * size
-        return long[labels]
-
-    def _occluders(self, target: np.ndarray, warped: np.ndarray, v: np.ndarray, size: float) -> np.ndarray:
-        """Where the target shows something in front of its face (glasses rims): rim-like lines in its glasses
-        zone, much darker than anything the warped source has close by. Soft-edged, float32."""
-        shape = target.shape[:2]
-        zone = self._glasses_zone(v, size, shape, self.tuning.rims_reach) > 0.5
-        near = max(1, int(round(0.01 * size)))
-        in_source = cv2.dilate(self._darkness(warped, size),
-                               cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * near + 1,) * 2))
-        lines = self._rims(self._darkness(target, size) - 0.5 * in_source, size, zone)
-        if not lines.any():
-            return np.zeros(shape, np.float32)
-        occl = lines.astype(np.uint8) * 255
-        grow = max(1, int(round(0.005 * size)))  # the rims' soft edges too, and little of the skin beside them
-        occl = cv2.dilate(occl, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1,) * 2))
-        return mask_ops.eroded_feather(occl, 0.0, max(1.0, 0.005 * size))
 
     # ------------------------------------------------------------------------------------------- swap
 
@@ -380,9 +141,8 @@ class MeshSwapper:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
         opt = self.tuning
         H, W = crop.shape[:2]
-        lt = _check_landmarks(landmarks)
-        rings = self._rings
-        frame = mask_ops.face_frame(lt, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"])
+        lt = checked_landmarks(landmarks)
+        frame = self.mesh.face_frame(lt)
         size = frame.size
 
         # Region of interest: the mesh's bounding box in the crop.
@@ -396,22 +156,17 @@ class MeshSwapper:
 
         # Source pyramid level close to (not below) the target's scale; a source face smaller than the target's
         # is magnified once (Lanczos, cached on the SourceFace) and then warped with a sharp kernel.
-        span = lt[:, :2].max(0) - lt[:, :2].min(0)
-        ratio = float(max(span.max(), 1.0)) / max(source.face_size, 1.0)
-        level = 0 if ratio >= 1.0 else int(min(math.floor(math.log2(1.0 / ratio)), len(source.levels) - 1))
-        up = source.magnified(ratio) if level == 0 else 1
-        src_img = source.upsampled(up, opt.magnify_sharpen) if up > 1 else source.levels[level]
-        mesh = self._source_mesh(source, level, up)
+        scaled = scaled_source(source, lt, self.mesh, opt.magnify_sharpen, opt.closed_mouth)
+        ratio, level, up, src_img, mesh = scaled.ratio, scaled.level, scaled.magnification, scaled.image, scaled.mesh
 
-        vt = self._with_hole_centres(lt)
+        vt = self.mesh.with_hole_centres(lt)
         vs = mesh.vertices
         vt_roi = vt.copy()
         vt_roi[:, 0] -= x0
         vt_roi[:, 1] -= y0
 
         tris = self._triangles
-        ta, tb, tc = vt_roi[tris[:, 0]], vt_roi[tris[:, 1]], vt_roi[tris[:, 2]]
-        area2_t = _cross2(tb - ta, tc - ta)
+        area2_t = doubled_areas(vt_roi[tris])
         area2_s = mesh.areas
         drawable = np.abs(area2_t) > 1e-2
         front = area2_t > 1e-2
@@ -439,7 +194,7 @@ class MeshSwapper:
         vt_roi[:, 1] -= by0
 
         # Per-triangle affine maps from target (ROI) pixels to source pixels and to the shape-transfer shift.
-        keep_lips = self.options.keep_mouth and self._closed(lt, frame) and not mesh.mouth_closed
+        keep_lips = self.options.keep_mouth and self.mesh.mouth_closed(lt, frame, opt.closed_mouth) and not mesh.mouth_closed
         shift_v = self._vertex_shift(vt_roi, vs, size, keep_lips) if opt.shape_transfer > 0 else None
         coef_src, coef_shift = _affine_tables(tris, vt_roi, mesh.corners, shift_v, drawable)
         keep, not_skin, damping = self._feature_masks(vt_roi, frame, (rh, rw), keep_lips)
@@ -482,7 +237,7 @@ class MeshSwapper:
         alpha = outer * (1.0 - keep) * trust_px
         if self.options.keep_occluders:
             # The target's glasses stay in front: unmoved, over the swapped face.
-            occl = self._occluders(original, warped, vt_roi, size) * (outer > 0)
+            occl = occluders(original, warped, vt_roi, self.mesh, size, opt) * (outer > 0)
             alpha *= 1.0 - occl
             o = occl[..., None]
             target_roi = np.rint(target_roi * (1.0 - o) + original * o).astype(np.uint8)
@@ -595,10 +350,10 @@ class MeshSwapper:
         elif self.options.keep_mouth:
             poly = vt_roi[rings["lips_inner"], :2]
             # The soft edge is at most half the opening: a closed mouth keeps only its seam.
-            hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * _opening(poly, frame.down)))
+            hole_f = max(1.0, min(opt.hole_feather * size, 0.5 * ring_opening(poly, frame.down)))
             keep = mask_ops.soft_polygons(shape, [poly], 0.25 * hole_f, hole_f)
         if self.options.eye_region == "target":
-            keep = np.maximum(keep, self._glasses_zone(vt_roi, size, shape))
+            keep = np.maximum(keep, glasses_zone(vt_roi, self.mesh, size, shape, opt.glasses_reach, opt))
         if self.options.keep_eyes:
             # The eye with its lids and lashes: the blend edge lies on skin, not on the (often red) lid rims.
             grow = opt.eye_keep_grow * size
@@ -611,22 +366,6 @@ class MeshSwapper:
         damping = mask_ops.soft_from_distance(shape, feature_sd, 0.005 * size, 0.02 * size)
         return keep, not_skin, damping
 
-    def _glasses_zone(self, v: np.ndarray, size: float, shape: tuple[int, int], reach: float | None = None) -> np.ndarray:
-        """Where glasses sit (eye_region="target"): around both eyes, over the bridge of the nose and along the
-        temples to the face's sides, soft-edged; the target's pixels stay there, its glasses in front."""
-        zone = np.zeros(shape, np.uint8)
-        one = 1 << _SHIFT
-        for name in ("left_eye", "right_eye"):
-            ring = np.round(v[self._rings[name], :2] * one).astype(np.int32)
-            cv2.fillPoly(zone, [ring], 255, cv2.LINE_8, _SHIFT)
-        thick = max(2, int(round(0.07 * size)))
-        for a, b in ((133, 362), (33, 234), (263, 454), (33, 133), (263, 362)):
-            pa, pb = np.round(v[a, :2]).astype(int), np.round(v[b, :2]).astype(int)
-            cv2.line(zone, (int(pa[0]), int(pa[1])), (int(pb[0]), int(pb[1])), 255, thick)
-        grow = max(1, int(round((self.tuning.glasses_reach if reach is None else reach) * size)))
-        zone = cv2.dilate(zone, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * grow + 1, 2 * grow + 1)))
-        return mask_ops.eroded_feather(zone, 0.0, max(1.0, self.tuning.hole_feather * size * 1.5))
-
     def _rasterise(self, v: np.ndarray, drawable: np.ndarray, front: np.ndarray,
                    shape: tuple[int, int]) -> np.ndarray:
         """Triangle-id image (0 = none, i + 1 = triangle i): back-facing triangles first, then front-facing
@@ -638,32 +377,6 @@ class MeshSwapper:
         front_idx = front_idx[np.argsort(-zmean[front_idx], kind="stable")]
         order = np.concatenate([back_idx, front_idx])
         return triangle_labels(v[tris[order], :2], order + 1, shape)
-
-    def _source_mesh(self, source: SourceFace, level: int, up: int) -> SourceMesh:
-        """The source's mesh at pyramid `level` or magnified `up` times (made once per scale, then cached)."""
-        cache: dict[tuple[float, int, int], SourceMesh] = source._meshes  # type: ignore[attr-defined]
-        key = (self.tuning.closed_mouth, level, up)
-        known = cache.get(key)
-        if known is None or known.triangles is not self._triangles:  # made by another swapper
-            if up > 1:
-                ls = (source.landmarks + np.float32(0.5)) * np.float32(up) - np.float32(0.5)
-                ls[:, 2] = source.landmarks[:, 2] * np.float32(up)
-            else:
-                ls = source.landmarks * np.float32(0.5**level)
-            vs = self._with_hole_centres(ls)
-            corners = vs[self._triangles, :2].astype(np.float64)
-            areas = _cross2(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-            for shared in (vs, corners, areas):  # read by every render thread
-                shared.setflags(write=False)
-            rings = self._rings
-            frame = mask_ops.face_frame(ls, rings["oval"], rings["left_eye"], rings["right_eye"], rings["lips_inner"])
-            cache[key] = SourceMesh(triangles=self._triangles, vertices=vs, corners=corners, areas=areas,
-                                    mouth_closed=self._closed(ls, frame))
-        return cache[key]
-
-    def _closed(self, lm: np.ndarray, frame: mask_ops.FaceFrame) -> bool:
-        """Whether the mouth of this mesh is closed (its inner-lip opening under `closed_mouth` of the face)."""
-        return _opening(lm[self._rings["lips_inner"], :2], frame.down) < self.tuning.closed_mouth * frame.size
 
     def _vertex_shift(self, vt: np.ndarray, vs: np.ndarray, size: float, keep_lips: bool = False) -> np.ndarray:
         """Shape transfer: per-vertex 2-D shift (V, 2) of the target mesh toward the source's proportions.
@@ -683,21 +396,6 @@ class MeshSwapper:
         d *= np.minimum(1.0, limit / np.maximum(norm, 1e-9))[:, None]
         centres = [d[self._rings[name]].mean(0) for name in self._holes]
         return np.concatenate([d, np.asarray(centres)], axis=0).astype(np.float32)
-
-    def _with_hole_centres(self, lm: np.ndarray) -> np.ndarray:
-        centres = [lm[self._rings[name]].mean(0) for name in self._holes]
-        return np.concatenate([lm, np.asarray(centres, dtype=np.float32)], axis=0).astype(np.float32)
-
-
-def _check_landmarks(landmarks: np.ndarray) -> np.ndarray:
-    lm = np.asarray(landmarks, dtype=np.float32)
-    if lm.ndim != 2 or lm.shape[0] < NUM_LANDMARKS or lm.shape[1] != 3:
-        raise ValueError(f"landmarks must be ({NUM_LANDMARKS}, 3) x, y, z in pixels")
-    lm = lm[:NUM_LANDMARKS]
-    if not np.isfinite(lm).all():
-        raise ValueError("landmarks contain NaN or infinity")
-    return lm
-
 
 def _smooth(img: np.ndarray, sigma: float) -> np.ndarray:
     """Gaussian blur of a smooth float map, done at a reduced size when sigma is large (same result to
@@ -738,18 +436,6 @@ def _per_pixel_affine(table: np.ndarray, ids: np.ndarray, x: np.ndarray, y: np.n
     (x, y): the mapped x and y images, float32. One gather per coefficient (a gather of whole rows is slower)."""
     ax, bx, cx, ay, by, cy = (np.take(np.ascontiguousarray(table[:, k]), ids) for k in range(6))
     return ax * x + bx * y + cx, ay * x + by * y + cy
-
-
-def _opening(poly: np.ndarray, down: np.ndarray) -> float:
-    """Mean height of a ring polygon across its long axis: area / extent along `down`'s normal."""
-    p = np.asarray(poly, dtype=np.float64)[:, :2]
-    area = 0.5 * abs(float(np.sum(p[:, 0] * np.roll(p[:, 1], -1) - np.roll(p[:, 0], -1) * p[:, 1])))
-    across = p @ np.array([-float(down[1]), float(down[0])])
-    return area / max(float(across.max() - across.min()), 1.0)
-
-
-def _cross2(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
 
 
 def _ring_distance(triangles: np.ndarray, num_vertices: int, ring: np.ndarray) -> np.ndarray:
