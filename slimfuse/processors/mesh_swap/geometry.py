@@ -13,29 +13,30 @@ NO_TRIANGLE = -1e4  # where a pixel lies on no triangle, its source position: fa
 
 @dataclass(frozen=True, eq=False)
 class Region:
-    """A rectangle of the crop, (x0, y0) to (x1, y1) exclusive, and the target mesh's vertices in its pixels."""
+    """A rectangle of the crop, columns `left` to `right` and rows `top` to `bottom` (exclusive), and the target
+    mesh's vertices in its pixels."""
 
-    x0: int
-    y0: int
-    x1: int
-    y1: int
+    left: int
+    top: int
+    right: int
+    bottom: int
     vertices: np.ndarray
 
     @property
     def box(self) -> tuple[int, int, int, int]:
-        return self.x0, self.y0, self.x1, self.y1
+        return self.left, self.top, self.right, self.bottom
 
     @property
     def origin(self) -> tuple[int, int]:
-        return self.x0, self.y0
+        return self.left, self.top
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.y1 - self.y0, self.x1 - self.x0
+        return self.bottom - self.top, self.right - self.left
 
     def of(self, image: np.ndarray) -> np.ndarray:
         """The region's part of a crop-sized `image` (a view)."""
-        return image[self.y0:self.y1, self.x0:self.x1]
+        return image[self.top:self.bottom, self.left:self.right]
 
     def around(self, mask: np.ndarray, margin: int) -> Region | None:
         """The part of this region where `mask` (of its shape) is true, `margin` pixels wider; None if it is nowhere."""
@@ -48,11 +49,12 @@ class Region:
         vertices = self.vertices.copy()
         vertices[:, 0] -= left
         vertices[:, 1] -= top
-        return Region(self.x0 + left, self.y0 + top, self.x0 + right, self.y0 + bottom, vertices)
+        return Region(self.left + left, self.top + top, self.left + right, self.top + bottom, vertices)
 
     def within(self, outer: Region) -> tuple[slice, slice]:
         """Where this region lies in an `outer` region's images (rows, columns)."""
-        return slice(self.y0 - outer.y0, self.y1 - outer.y0), slice(self.x0 - outer.x0, self.x1 - outer.x0)
+        return (slice(self.top - outer.top, self.bottom - outer.top),
+                slice(self.left - outer.left, self.right - outer.left))
 
 
 def face_region(landmarks: np.ndarray, vertices: np.ndarray, shape: tuple[int, int]) -> Region | None:
@@ -61,14 +63,14 @@ def face_region(landmarks: np.ndarray, vertices: np.ndarray, shape: tuple[int, i
     height, width = shape
     low = np.floor(landmarks[:, :2].min(0)).astype(int) - 2
     high = np.ceil(landmarks[:, :2].max(0)).astype(int) + 3
-    x0, y0 = max(int(low[0]), 0), max(int(low[1]), 0)
-    x1, y1 = min(int(high[0]), width), min(int(high[1]), height)
-    if x1 - x0 < 4 or y1 - y0 < 4:
+    left, top = max(int(low[0]), 0), max(int(low[1]), 0)
+    right, bottom = min(int(high[0]), width), min(int(high[1]), height)
+    if right - left < 4 or bottom - top < 4:
         return None
     local = vertices.copy()
-    local[:, 0] -= x0
-    local[:, 1] -= y0
-    return Region(x0, y0, x1, y1, local)
+    local[:, 0] -= left
+    local[:, 1] -= top
+    return Region(left, top, right, bottom, local)
 
 
 def affine_tables(triangles: np.ndarray, vertices: np.ndarray, source_corners: np.ndarray, shift: np.ndarray | None,
@@ -100,8 +102,9 @@ def per_pixel_affine(table: np.ndarray, triangle_ids: np.ndarray, x: np.ndarray,
                      y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each pixel's triangle's affine map (`table` rows as in `affine_tables`, picked by the id image) applied to
     (x, y): the mapped x and y images, float32. One gather per coefficient (a gather of whole rows is slower)."""
-    ax, bx, cx, ay, by, cy = (np.take(np.ascontiguousarray(table[:, k]), triangle_ids) for k in range(6))
-    return ax * x + bx * y + cx, ay * x + by * y + cy
+    x_per_x, x_per_y, x_offset, y_per_x, y_per_y, y_offset = (
+        np.take(np.ascontiguousarray(table[:, column]), triangle_ids) for column in range(6))
+    return x_per_x * x + x_per_y * y + x_offset, y_per_x * x + y_per_y * y + y_offset
 
 
 def warp_source(image: np.ndarray, to_source: np.ndarray, triangle_ids: np.ndarray, x: np.ndarray, y: np.ndarray,

@@ -22,9 +22,9 @@ def glasses_zone(vertices: np.ndarray, mesh: SwapMesh, size: float, shape: tuple
     """Where glasses sit: around both eyes, over the bridge of the nose and along the temples to the face's sides,
     grown by `reach` (of the face `size`), soft-edged (float32)."""
     zone = np.zeros(shape, np.uint8)
-    one = 1 << _SUBPIXEL_BITS
+    subpixel_scale = 1 << _SUBPIXEL_BITS
     for name in ("left_eye", "right_eye"):
-        ring = np.round(mesh.ring_points(vertices, name) * one).astype(np.int32)
+        ring = np.round(mesh.ring_points(vertices, name) * subpixel_scale).astype(np.int32)
         cv2.fillPoly(zone, [ring], 255, cv2.LINE_8, _SUBPIXEL_BITS)
     thickness = max(2, int(round(0.07 * size)))
     for start, end in _FRAME_LINES:

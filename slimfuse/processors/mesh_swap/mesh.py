@@ -32,8 +32,8 @@ class SwapMesh:
             ("left_eye", topology.left_eye), ("right_eye", topology.right_eye))}
         count = topology.num_vertices
         # The rings run in the triangles' sense, so (centre, r_i, r_i+1) has it too.
-        fans = [(count + hole, int(ring[i]), int(ring[(i + 1) % len(ring)]))
-                for hole, ring in enumerate(rings[name] for name in HOLES) for i in range(len(ring))]
+        fans = [(count + hole, int(ring[position]), int(ring[(position + 1) % len(ring)]))
+                for hole, ring in enumerate(rings[name] for name in HOLES) for position in range(len(ring))]
         surface = np.asarray(topology.triangles, np.int64)
         triangles = np.concatenate([surface, np.asarray(fans, np.int64)])
         return cls(num_vertices=count, surface=surface, triangles=triangles, rings=MappingProxyType(rings))
@@ -80,8 +80,7 @@ def face_extent(landmarks: np.ndarray) -> float:
 def ring_opening(ring: np.ndarray, down: np.ndarray) -> float:
     """Mean height of a ring polygon across its long axis: area / extent along `down`'s normal."""
     points = np.asarray(ring, dtype=np.float64)[:, :2]
-    xs, ys = points[:, 0], points[:, 1]
-    area = 0.5 * abs(float(np.sum(xs * np.roll(ys, -1) - np.roll(xs, -1) * ys)))
+    area = 0.5 * abs(float(np.sum(points[:, 0] * np.roll(points[:, 1], -1) - np.roll(points[:, 0], -1) * points[:, 1])))
     across = points @ np.array([-float(down[1]), float(down[0])])
     return area / max(float(across.max() - across.min()), 1.0)
 

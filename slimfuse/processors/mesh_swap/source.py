@@ -106,14 +106,15 @@ def cut_out_source(image: np.ndarray, landmarks: np.ndarray, max_face: int) -> t
     size = face_extent(points)
     margin = SOURCE_MARGIN * size + 4
     height, width = image.shape[:2]
-    x0, y0 = max(int(math.floor(low[0] - margin)), 0), max(int(math.floor(low[1] - margin)), 0)
-    x1, y1 = min(int(math.ceil(high[0] + margin)) + 1, width), min(int(math.ceil(high[1] + margin)) + 1, height)
-    if x1 - x0 < 2 or y1 - y0 < 2:
+    left, top = max(int(math.floor(low[0] - margin)), 0), max(int(math.floor(low[1] - margin)), 0)
+    right = min(int(math.ceil(high[0] + margin)) + 1, width)
+    bottom = min(int(math.ceil(high[1] + margin)) + 1, height)
+    if right - left < 2 or bottom - top < 2:
         raise ValueError("source landmarks lie outside the source image")
     local = points.copy()
-    local[:, 0] -= x0
-    local[:, 1] -= y0
-    crop = image[y0:y1, x0:x1]
+    local[:, 0] -= left
+    local[:, 1] -= top
+    crop = image[top:bottom, left:right]
     scale = min(1.0, max_face / size)
     if scale < 1.0:
         crop, local = _scaled_down(crop, local, scale)
