@@ -1,4 +1,4 @@
-"""What only the code tunes in the mesh swap (what a user chooses is the run's SwapOptions)."""
+"""MeshTuning: the mesh swapper's own settings, which only the code chooses."""
 from __future__ import annotations
 
 from dataclasses import dataclass
