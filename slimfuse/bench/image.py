@@ -95,12 +95,12 @@ def measure_target(name: str, runs: int) -> TargetResult:
         assert face is not None
         processor = run.chain.processors[0]
         crop = processor.crop(frame, face)
-        processed = processor.process([crop], prepared[0])[0]
+        processed = prepared[0].process([crop])[0]
         result = paste_back(frame, processed.image, processed.alpha, crop.crop_from_frame)
         output = compose_output(loaded, result)
 
         def swap_one() -> None:
-            processor.process([processor.crop(frame, face)], prepared[0])
+            prepared[0].process([processor.crop(frame, face)])
 
         def whole() -> None:
             loop = run.loop(prepared)

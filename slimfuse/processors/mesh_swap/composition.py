@@ -1,0 +1,89 @@
+"""Composition: how much of the rendered face shows over the target, and the blend.
+
+The outer mask is the face's front-facing coverage, eroded and feathered by fractions of the face size (more at the
+forehead and the jaw, where the mesh edge is least reliable); the target keeps its own pixels where it is 0, in the
+kept regions (a mouth interior, eyes, the eye region), where the source's texture is not trusted, and under its own
+glasses (`keep_occluders`). The blend is feathered alpha by default, or Poisson (`cv2.seamlessClone`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from slimfuse.config import SwapOptions
+from slimfuse.processors import blend as blend_ops
+from slimfuse.processors import mesh_masks as mask_ops
+from slimfuse.processors.mesh_swap.glasses import glasses_zone
+from slimfuse.processors.mesh_swap.mesh import SwapMesh, ring_opening
+from slimfuse.processors.mesh_swap.tuning import MeshTuning
+
+SMALLEST_ALPHA = 1.0 / 512  # an alpha below this is 0: it would not change an 8-bit pixel
+
+
+def outer_mask(coverage: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[int, int],
+               tuning: MeshTuning) -> tuple[np.ndarray, np.ndarray]:
+    """The face's `coverage` (of a region at `origin` in the crop), eroded and feathered; and the border zone where
+    the target's fine detail is carried in fully (1 from the mask edge to `detail_border` inside it, fading to 0
+    over as much)."""
+    size = frame.size
+    erosion = mask_ops.vertical_erosion(coverage.shape, origin, frame, tuning.mask_erode * size,
+                                        tuning.mask_erode_top * size, tuning.mask_erode_bottom * size)
+    inside = mask_ops.inside_distance(coverage) - erosion
+    outer = mask_ops.smoothstep(inside / np.float32(tuning.mask_feather * size))
+    reach = np.float32(tuning.detail_border * size)
+    border = 1.0 - mask_ops.smoothstep((inside - reach) / max(reach, np.float32(1e-3)))
+    return outer, border
+
+
+def kept_regions(vertices: np.ndarray, mesh: SwapMesh, frame: mask_ops.FaceFrame, shape: tuple[int, int],
+                 keep_lips: bool, options: SwapOptions, tuning: MeshTuning) -> np.ndarray:
+    """Where the target stays (float32, soft-edged): its mouth interior (`keep_mouth`), its whole lips (`keep_lips`:
+    its mouth is closed and the source's open, so its seam stays and no teeth are squeezed in), its eye region
+    (eye_region "target") and its eyes (`keep_eyes`)."""
+    size = frame.size
+    kept = np.zeros(shape, np.float32)
+    mouth = mesh.ring_points(vertices, "lips_inner")
+    if keep_lips:
+        kept = mask_ops.soft_polygons(shape, [mouth], tuning.lips_keep_grow * size, max(1.5, tuning.hole_feather * size))
+    elif options.keep_mouth:
+        # The soft edge is at most half the opening: a closed mouth keeps only its seam.
+        feather = max(1.0, min(tuning.hole_feather * size, 0.5 * ring_opening(mouth, frame.down)))
+        kept = mask_ops.soft_polygons(shape, [mouth], 0.25 * feather, feather)
+    if options.eye_region == "target":
+        kept = np.maximum(kept, glasses_zone(vertices, mesh, size, shape, tuning.glasses_reach, tuning))
+    if options.keep_eyes:
+        # The eye with its lids and lashes: the blend edge lies on skin, not on the (often red) lid rims.
+        grow, feather = tuning.eye_keep_grow * size, max(1.0, tuning.hole_feather * size)
+        for eye in ("left_eye", "right_eye"):
+            kept = np.maximum(kept, mask_ops.soft_polygons(shape, [mesh.ring_points(vertices, eye)], grow, feather))
+    return kept
+
+
+def face_alpha(outer: np.ndarray, kept: np.ndarray, trust: np.ndarray, in_front: np.ndarray | None,
+               painted: np.ndarray) -> np.ndarray:
+    """The blend weight of the rendered face (float32): the outer mask, less the kept regions, the texture not
+    trusted and what stays `in_front` (the target's glasses); 0 off the mesh and where it would change nothing."""
+    alpha = outer * (1.0 - kept) * trust
+    if in_front is not None:
+        alpha *= 1.0 - in_front
+    alpha[~painted] = 0.0
+    alpha[alpha < SMALLEST_ALPHA] = 0.0
+    return alpha
+
+
+def with_target_in_front(base: np.ndarray, original: np.ndarray, in_front: np.ndarray) -> np.ndarray:
+    """`base` with the `original` target (unmoved by the shape transfer) where it stays `in_front` (uint8)."""
+    share = in_front[..., None]
+    return np.rint(base * (1.0 - share) + original * share).astype(np.uint8)
+
+
+def changed_alpha(alpha: np.ndarray, outer: np.ndarray, moved: np.ndarray) -> np.ndarray:
+    """Where the result differs from the crop (float32): the face's alpha, and the outer mask where the shape
+    transfer only moved the target's pixels."""
+    return np.maximum(alpha, np.where(moved, outer, np.float32(0.0))).astype(np.float32)
+
+
+def blended(base: np.ndarray, face: np.ndarray, alpha: np.ndarray, options: SwapOptions,
+            tuning: MeshTuning) -> np.ndarray:
+    """The colour-corrected `face` blended over `base` by `alpha`: feathered, or Poisson (options.blend)."""
+    if options.blend == "poisson":
+        return blend_ops.poisson_blend(base, face, alpha, max_shift=tuning.poisson_max_shift)
+    return blend_ops.feather_blend(base, face, alpha)

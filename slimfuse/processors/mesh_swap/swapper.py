@@ -1,0 +1,193 @@
+"""MeshSwapper: the stages of the mesh swap in order, one target face at a time (see the package's docstring)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from slimfuse.config import SwapOptions
+from slimfuse.models.mesh_topology import MeshTopology
+from slimfuse.processors.mesh_masks import FaceFrame
+from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_color, skin_weight
+from slimfuse.processors.mesh_swap.composition import (
+    blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
+from slimfuse.processors.mesh_swap.detail import matched_detail
+from slimfuse.processors.mesh_swap.geometry import Region, affine_tables, face_region, remap_keeping_grain, warp_source
+from slimfuse.processors.mesh_swap.glasses import occluders, without_glasses
+from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
+from slimfuse.processors.mesh_swap.shape_transfer import ShapeTransfer, sample_points
+from slimfuse.processors.mesh_swap.source import ScaledSource, SourceFace, cut_out_source, scaled_source
+from slimfuse.processors.mesh_swap.tuning import MeshTuning
+from slimfuse.processors.mesh_swap.visibility import facing_coverage, texture_trust, visible_mesh
+
+BOX_MARGIN = 4  # pixels kept around the outer mask's box (the shape transfer samples a little beyond it)
+
+
+@dataclass(frozen=True, eq=False)
+class SwapLayers:
+    """What `MeshSwapper.layers` computed for one face, on the crop's face region `box` (x0, y0, x1, y1).
+
+    base: uint8 target region the face is blended onto (the target itself, or moved by the shape transfer);
+    warped: uint8 source texture rendered on the target mesh; corrected: float32 `warped` after the colour
+    step; alpha: float32 blend weight of `corrected` over `base`; changed: float32 alpha returned by
+    `swap_crop` (alpha, and also pixels only moved by the shape transfer); color_weight: float32 where the
+    colour statistics were taken; level: the source pyramid level used."""
+
+    box: tuple[int, int, int, int]
+    base: np.ndarray
+    warped: np.ndarray
+    corrected: np.ndarray
+    alpha: np.ndarray
+    changed: np.ndarray
+    color_weight: np.ndarray
+    level: int
+
+
+@dataclass(frozen=True, eq=False)
+class Footprint:
+    """Where one target face lies in its crop, cut to its outer mask's box: `region` (with the target's vertices),
+    `drawable` (T,) triangles not degenerate, and the region's images: `triangle_ids` (the triangle seen), `trust`
+    (of the source's texture), `outer` (the mask at the face's edge) and `border` (its detail zone)."""
+
+    region: Region
+    drawable: np.ndarray
+    triangle_ids: np.ndarray
+    trust: np.ndarray
+    outer: np.ndarray
+    border: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Rendered:
+    """The footprint's region after the geometry: `original` (the crop's pixels), `target` (moved by the shape
+    transfer), `warped` (the source rendered on the target mesh), `painted` (a triangle is seen) and `moved` (the
+    shape transfer moved the pixel); and the maps moved along: `kept` (target regions that stay), `trust`,
+    `not_skin` and `damping` (see color_match.feature_masks)."""
+
+    original: np.ndarray
+    target: np.ndarray
+    warped: np.ndarray
+    painted: np.ndarray
+    moved: np.ndarray
+    kept: np.ndarray
+    trust: np.ndarray
+    not_skin: np.ndarray
+    damping: np.ndarray
+
+
+class MeshSwapper:
+    """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`."""
+
+    def __init__(self, topology: MeshTopology, options: SwapOptions = SwapOptions(),
+                 tuning: MeshTuning = MeshTuning()) -> None:
+        self.topology = topology
+        self.options = options
+        self.tuning = tuning
+        self.mesh = SwapMesh.of(topology)
+        self.shape_transfer = ShapeTransfer.of(self.mesh, options, tuning)
+
+    def prepare_source(self, image: np.ndarray, landmarks: np.ndarray) -> SourceFace:
+        """Cut the source face (with a margin) out of `image`, scaled down if it is larger than
+        `tuning.max_source_face`, its glasses removed if the options say so, and build its pyramid.
+        image: RGB uint8; landmarks: (468, 3) pixels."""
+        crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
+        if self.options.remove_source_glasses:
+            crop = without_glasses(crop, local, self.mesh, self.tuning)
+        return SourceFace(image=crop, landmarks=local)
+
+    def swap_crop(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> tuple[np.ndarray, np.ndarray]:
+        """Swap the face in `crop` (RGB uint8) whose FaceMesh `landmarks` (468, 3) are in crop pixels.
+
+        Returns (swapped RGB uint8 of crop's shape, alpha float32 HxW in [0, 1] marking where the result
+        differs from `crop`); where alpha is 0 the swapped crop equals `crop` exactly."""
+        layers = self.layers(crop, landmarks, source)
+        swapped = crop.copy()
+        changed = np.zeros(crop.shape[:2], dtype=np.float32)
+        if layers is None:
+            return swapped, changed
+        left, top, right, bottom = layers.box
+        face = blended(layers.base, layers.corrected, layers.alpha, self.options, self.tuning)
+        # The contract, whatever the blend did: the crop's own pixels wherever nothing changed.
+        np.copyto(face, crop[top:bottom, left:right], where=(layers.changed == 0)[..., None])
+        swapped[top:bottom, left:right] = face
+        changed[top:bottom, left:right] = layers.changed
+        return swapped, changed
+
+    def layers(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> SwapLayers | None:
+        """The intermediate images of `swap_crop` (before blending), or None if no face pixel is covered."""
+        if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
+            raise ValueError("crop must be an RGB uint8 HxWx3 array")
+        target_landmarks = checked_landmarks(landmarks)
+        region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
+        if region is None:
+            return None
+        frame = self.mesh.face_frame(target_landmarks)
+        tuning = self.tuning
+        scaled = scaled_source(source, target_landmarks, self.mesh, tuning.magnify_sharpen, tuning.closed_mouth)
+        footprint = self._footprint(region, frame, scaled)
+        if footprint is None:
+            return None
+        keep_lips = (self.options.keep_mouth and self.mesh.mouth_closed(target_landmarks, frame, tuning.closed_mouth)
+                     and not scaled.mesh.mouth_closed)
+        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips), footprint, frame, scaled)
+
+    def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
+        """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
+        cut to the mask's box (None if nothing of the face is seen)."""
+        visible = visible_mesh(self.mesh.triangles, region.vertices, region.shape)
+        if not visible.triangle_ids.any():
+            return None
+        trust = texture_trust(visible, scaled.mesh.areas, scaled.area_ratio, frame.size, self.tuning.max_stretch)
+        outer, border = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, self.tuning)
+        # Nothing changes where the outer mask is 0 (the shift fades out with it too), so the rest works on its
+        # bounding box, a few pixels wider for the shape transfer's reach there: about a third fewer pixels.
+        face = region.around(outer > 0, BOX_MARGIN)
+        if face is None:
+            return None
+        window = face.within(region)
+        return Footprint(region=face, drawable=visible.drawable, triangle_ids=visible.triangle_ids[window],
+                         trust=trust[window], outer=outer[window], border=border[window])
+
+    def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
+                keep_lips: bool) -> Rendered:
+        """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips), the source warped
+        onto it, and the target's pixels and the footprint's maps moved along."""
+        region, tuning = footprint.region, self.tuning
+        shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips)
+                 if tuning.shape_transfer > 0 else None)
+        to_source, to_shift = affine_tables(self.mesh.triangles, region.vertices, scaled.mesh.corners, shift,
+                                            footprint.drawable)
+        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, self.options, tuning)
+        not_skin, damping = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
+        original = target = region.of(crop)
+        triangle_ids, trust = footprint.triangle_ids, footprint.trust
+        points = sample_points(to_shift, triangle_ids, footprint.outer)
+        if points.any_moved:
+            triangle_ids = points.triangle_ids(triangle_ids)
+            kept, trust, not_skin, damping = points.resampled(kept, trust, not_skin, damping)
+            target = remap_keeping_grain(target, points.x, points.y)
+        warped = warp_source(scaled.image, to_source, triangle_ids, points.x, points.y, scaled.magnification > 1,
+                             tuning.interpolation)
+        return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
+                        kept=kept, trust=trust, not_skin=not_skin, damping=damping)
+
+    def _compose(self, rendered: Rendered, footprint: Footprint, frame: FaceFrame,
+                 scaled: ScaledSource) -> SwapLayers | None:
+        """Composition, colour and detail: the rendered face's alpha over the target (None where it changes
+        nothing), its colour and its finest detail matched to the target's."""
+        target, in_front = rendered.target, None
+        if self.options.keep_occluders:
+            # The target's glasses stay in front: unmoved, over the swapped face.
+            in_front = occluders(rendered.original, rendered.warped, footprint.region.vertices, self.mesh, frame.size,
+                                 self.tuning) * (footprint.outer > 0)
+            target = with_target_in_front(target, rendered.original, in_front)
+        alpha = face_alpha(footprint.outer, rendered.kept, rendered.trust, in_front, rendered.painted)
+        changed = changed_alpha(alpha, footprint.outer, rendered.moved)
+        if not changed.any():
+            return None
+        weight = skin_weight(footprint.outer, rendered.not_skin, rendered.trust, rendered.painted, alpha)
+        corrected = matched_color(rendered.warped, target, weight, rendered.damping, frame, self.tuning)
+        corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
+                                   self.tuning)
+        return SwapLayers(box=footprint.region.box, base=np.ascontiguousarray(target), warped=rendered.warped,
+                          corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)

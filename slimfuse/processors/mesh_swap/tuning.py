@@ -1,0 +1,73 @@
+"""MeshTuning: the mesh swapper's own settings, which only the code chooses."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class MeshTuning:
+    """Tuning of the mesh swapper (what a user chooses is the run's SwapOptions). Fractions are of the target face
+    size (the larger of the face oval's height and width) unless noted."""
+
+    glasses_reach: float = 0.06  # how far the target's eye region (eye_region "target") reaches past the eyelid rings
+    occluder_darkness: float = 0.5  # a line this much darker than its surroundings (share of their brightness)
+    occluder_length: float = 0.25  # ... if it runs on for at least this (of the face size)
+    rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
+    occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
+    poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
+    mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
+    mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
+    mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
+    mask_feather: float = 0.08  # width of the alpha ramp at the face edge
+    hole_feather: float = 0.02  # width of the alpha ramp at a kept mouth / kept eyes
+    closed_mouth: float = 0.015  # a mouth whose inner-lip opening is below this (of the face size) is closed
+    pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
+    lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
+    eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
+    magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
+    detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
+    # that has less of it (a smaller, magnified source)
+    detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
+    # fading to `detail_transfer` over as far again: the skin's grain runs on across the mask border
+    detail_floor: float = 0.5  # a source with more fine detail than the target keeps at least this share of it
+    detail_texture: float = 4.0  # the carried band's local energy is held to this many times its median on the
+    # skin: pores and fine wrinkles pass, the target's own edges (glasses rims, nose outline, deep folds) stay faint
+    color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
+    color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
+    feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
+    max_stretch: float = 2.5  # texture magnified (in area) this much more than the face as a whole starts to
+    # fade out, and is gone at twice that (seen obliquely in the source, or mouth closed there and open here)
+    shape_transfer: float = 0.7  # 0 = keep the target's feature layout, 1 = move it fully to the source's
+    shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
+    max_shape_shift: float = 0.08  # no vertex moves more than this
+    max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
+    interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
+
+    def __post_init__(self) -> None:
+        if self.interpolation not in ("linear", "cubic"):
+            raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
+        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        for name in ("mask_feather", "hole_feather"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0")
+        if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
+            raise ValueError("color_strength and feature_color_damping must lie in [0, 1]")
+        if not 0.0 <= self.shape_transfer <= 1.0:
+            raise ValueError("shape_transfer must lie in [0, 1]")
+        if self.shape_rings < 1 or self.max_shape_shift < 0:
+            raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
+        if self.max_stretch < 1.0:
+            raise ValueError("max_stretch must be at least 1")
+        if self.detail_texture <= 0:
+            raise ValueError("detail_texture must be > 0")
+        if not 0.0 <= self.detail_floor <= 1.0 or not 0.0 <= self.detail_transfer <= 1.0:
+            raise ValueError("detail_floor and detail_transfer must lie in [0, 1]")
+        if self.magnify_sharpen < 0:
+            raise ValueError("magnify_sharpen must be >= 0")
+        if self.occluder_width <= 0 or self.rims_reach < 0:
+            raise ValueError("occluder_width must be > 0 and rims_reach >= 0")
+        if self.max_source_face < 32:
+            raise ValueError("max_source_face must be at least 32 pixels")
