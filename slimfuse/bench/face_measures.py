@@ -69,6 +69,12 @@ def yaw_degrees(points: np.ndarray) -> float:
     return math.degrees(math.asin(max(-1.0, min(1.0, ratio))))
 
 
+def roll_degrees(points: np.ndarray) -> float:
+    """Head tilt in the image plane: the angle of the line from the image-left eye's centre to the other's."""
+    left, right = (points[list(eye)].mean(axis=0) for eye in EYES)
+    return math.degrees(math.atan2(right[1] - left[1], right[0] - left[0]))
+
+
 def far_cheek(points: np.ndarray) -> int:
     """0 when the image-left cheek is the far one, 1 when the image-right one is."""
     return 1 if yaw_degrees(points) > 0 else 0

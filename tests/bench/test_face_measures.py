@@ -53,9 +53,15 @@ def test_mouth_opening_tells_a_smile_with_teeth_from_closed_lips(judge: FaceJudg
     assert fm.mouth_opening(only_face(judge, grace_hopper)) < 0.01
 
 
-def test_yaw_follows_the_nose_between_the_jaw_ends(judge: FaceJudge, astronaut: np.ndarray) -> None:
+def test_yaw_follows_the_nose_between_the_jaw_ends_and_roll_the_eyes(judge: FaceJudge, astronaut: np.ndarray) -> None:
     points = only_face(judge, astronaut)
     assert abs(fm.yaw_degrees(points)) < 10  # a frontal portrait
+    assert abs(fm.roll_degrees(points)) < 5
+    angle = np.radians(20)
+    tilt = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    tilted = points @ tilt.T
+    assert fm.roll_degrees(tilted) == pytest.approx(fm.roll_degrees(points) + 20, abs=1e-6)
+    assert fm.yaw_degrees(tilted) == pytest.approx(fm.yaw_degrees(points), abs=1e-6)  # a tilt is no turn
     for end, sign, far in ((16, 1, 1), (0, -1, 0)):
         turned = points.copy()
         turned[fm.NOSE_TIP] += 0.5 * (points[end] - points[fm.NOSE_TIP])  # the nose halfway to that end
