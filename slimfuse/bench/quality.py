@@ -281,8 +281,8 @@ class Results:
     def passed(self) -> bool:
         return all(f.ok for f in self.figures)
 
-    def markdown(self) -> str:
-        lines = ["| case | figure | value | goal | |", "|---|---|---|---|---|"]
+    def markdown(self, first_column: str = "case") -> str:
+        lines = [f"| {first_column} | figure | value | goal | |", "|---|---|---|---|---|"]
         for f in self.figures:
             lines.append(f"| {f.case} | {f.name} | {f.value:.3f} | {f.goal} | {'ok' if f.ok else 'MISSED'} |")
         return "\n".join(lines)

