@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import ClassVar, Literal
 
 from slimfuse.config_file import read_config_file
@@ -50,8 +51,9 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
 SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer")
-PROCESSOR_MODELS: Mapping[str, tuple[str, str]] = {"face_enhancer": ("face_enhancer_model", "gfpgan_1.4"),
-                                                   "frame_enhancer": ("frame_enhancer_model", "real_esrgan_x4")}
+PROCESSOR_MODELS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "face_enhancer": ("face_enhancer_model", "gfpgan_1.4"), "frame_enhancer": ("frame_enhancer_model", "real_esrgan_x4"),
+})
 """The model option of each optional stage, and the model --processors runs when that option is not given
 (FaceFusion's own default for the face enhancer; for the frame enhancer, whose FaceFusion default span_kendata_x4 is
 not in the catalog, the x4 model that is)."""

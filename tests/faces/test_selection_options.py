@@ -13,6 +13,7 @@ import neural_models as nm
 from scenes import place, swap_image
 from slimfuse.cli.main import main
 from slimfuse.errors import NoTargetFaceError
+from slimfuse.faces.classify import FaceClasses, classes_of
 from slimfuse.models import download as download_module
 from slimfuse.models.download import SourceFailed
 from slimfuse.samples import ASTRONAUT_FACE, GRACE_HOPPER_FACE
@@ -138,3 +139,16 @@ def test_a_class_filter_without_the_classifier_names_the_missing_model(tmp_path:
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 14 and len(err) == 1 and "Place fairface.onnx in a folder and pass --models-dir" in err[0]
     assert not output.exists()
+
+
+@pytest.mark.parametrize(("ids", "gender", "race", "ages"), [
+    ((0, 0, 0), "male", "white", range(0, 2)), ((1, 1, 1), "female", "black", range(3, 9)),
+    ((2, 0, 3), "male", "latino", range(20, 29)), ((3, 1, 5), "female", "asian", range(40, 49)),
+    ((4, 0, 7), "male", "asian", range(60, 69)), ((5, 0, 8), "male", "indian", range(70, 100)),
+    ((6, 2, 9), "male", "arabic", range(70, 100)), ((7, 1, 2), "female", "white", range(10, 19)),
+])
+def test_the_class_indices_read_as_facefusion_reads_them(ids: tuple[int, int, int], gender: str, race: str,
+                                                         ages: range) -> None:
+    """FaceFusion's categorize_*: gender 1 is female, any other male; races 3 and 4 are both asian, an unknown one
+    white; age groups end a year early (its ranges), an unknown one is the oldest."""
+    assert classes_of(*ids) == FaceClasses(gender=gender, race=race, age=ages)

@@ -147,3 +147,18 @@ def test_the_command_line_offers_the_catalog() -> None:
                           ("execution_providers", ("vulkan",))):
         with pytest.raises(UsageError, match=f"--{option.replace('_', '-')}: invalid choice"):
             RunConfig.from_options(**{option: wrong})
+
+
+def test_the_fairface_classifier_follows_facefusions_contract() -> None:
+    """FaceFusion's face_classifier.py: fairface.onnx of models-3.0.0, `input` [1,3,224,224] aligned to
+    arcface_112_v2, ImageNet mean/std; race, gender and age class indices out, in that order."""
+    spec = CATALOG.get("fairface")
+    io = spec.io
+    assert io is not None and spec.kind == "classifier" and spec.sha256 is None and spec.source_sha256 is None
+    assert spec.urls == ("https://github.com/facefusion/facefusion-assets/releases/download/models-3.0.0/fairface.onnx",
+                         "https://huggingface.co/facefusion/models-3.0.0/resolve/main/fairface.onnx")
+    assert [(t.name, t.shape, t.dtype) for t in io.inputs] == [("input", (1, 3, 224, 224), "float32")]
+    assert [t.dtype for t in io.outputs] == ["int64"] * 3 and [t.name for t in io.outputs][0] == "race_id"
+    assert io.template == "arcface_112_v2" and io.crop_size == 224
+    np.testing.assert_allclose(io.mean, IMAGENET[0])
+    np.testing.assert_allclose(io.std, IMAGENET[1])
