@@ -33,7 +33,7 @@ from slimfuse.faces.types import Face
 from slimfuse.media.destination import check_output
 from slimfuse.media.image_io import read_image, write_image_atomic
 from slimfuse.media.video_reader import FrameSpan
-from slimfuse.pipeline.image import swap_frame, swap_image_file
+from slimfuse.pipeline.image import at_output_scale, swap_frame, swap_image_file
 from slimfuse.pipeline.run import Run, SourceImage, build_run
 from slimfuse.pipeline.video import CountingProgress, VideoResult, VideoSwapJob
 
@@ -99,6 +99,7 @@ class Swapper:
             rgb = _rgb(image)
             result, _ = swap_frame(self._run, rgb, Path("image"), reference_rgb)
             if output is not None:
+                result = at_output_scale(result, rgb.shape, self.config.output.output_image_scale)
                 write_image_atomic(Image.fromarray(result), Path(output),
                                    quality=self.config.output.output_image_quality,
                                    provenance=self._run.provenance, notify=self._run.notify)

@@ -13,27 +13,51 @@ Standard library only (and the word lists of light modules): `slimfuse --help` r
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import ClassVar, Literal
 
+from slimfuse.config_file import read_config_file
 from slimfuse.errors import UsageError
-from slimfuse.media.formats import ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
+from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
 from slimfuse.models.variants import VARIANTS
-from slimfuse.options import (CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes, Declared, FilePath, Items,
-                              ModelName, Number, Option, Rate, Section, Switch, Whole, Word, alias,
-                              declared_in, option, option_error)
+from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
+                              Declared, FilePath, Items, ModelName, Number, Option, Rate, Section, Switch, Whole, Word,
+                              alias, declared_in, option, option_error)
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
 
 SelectorMode = Literal["one", "many", "reference"]
 SELECTOR_MODES: tuple[SelectorMode, ...] = ("one", "many", "reference")
+SelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
+                        "best-worst", "worst-best"]
+SELECTOR_ORDERS: tuple[SelectorOrder, ...] = ("left-right", "right-left", "top-bottom", "bottom-top", "small-large",
+                                              "large-small", "best-worst", "worst-best")
+GENDERS: tuple[str, ...] = ("female", "male")
+RACES: tuple[str, ...] = ("white", "black", "latino", "asian", "indian", "arabic")
+"""FaceFusion's words for what its fairface classifier tells (`auto`: the source face's)."""
+DETECTOR_ANGLES: tuple[int, ...] = (0, 90, 180, 270)
+FACEFUSION_PROCESSORS: tuple[str, ...] = (
+    "age_modifier", "background_remover", "deep_swapper", "expression_restorer", "face_debugger", "face_editor",
+    "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
+)
+"""FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
+SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer")
+PROCESSOR_MODELS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "face_enhancer": ("face_enhancer_model", "gfpgan_1.4"), "frame_enhancer": ("frame_enhancer_model", "real_esrgan_x4"),
+})
+"""The model option of each optional stage, and the model --processors runs when that option is not given
+(FaceFusion's own default for the face enhancer; for the frame enhancer, whose FaceFusion default span_kendata_x4 is
+not in the catalog, the x4 model that is)."""
+LOG_LEVELS: tuple[str, ...] = ("error", "warn", "info", "debug")
 BlendMode = Literal["feather", "poisson"]
 EyeRegion = Literal["source", "target"]
 MaskType = Literal["box", "mesh", "occlusion", "area", "region"]
@@ -49,6 +73,7 @@ DEFAULT_REGIONS: tuple[str, ...] = (
     "lower-lip",
 )
 """FaceFusion's default: the face itself, without ears, neck, hair or clothes."""
+LOG = logging.getLogger(__name__)
 _ENCODING = EncodeSettings()
 """The video writer's own defaults (slimfuse.media.formats), so they are not written twice."""
 
@@ -70,25 +95,75 @@ class FaceOptions(Section):
         default_text="the model's own: 0.5 short, 0.6 full, 0.5 neural")
     face_detector_size: int = option(
         640, Whole(1, metavar="PX"), "the smallest tile that large images are also searched in, for small faces")
+    face_detector_margin: Padding = option(
+        (0, 0, 0, 0), Items(Whole(0, 100), most=4, metavar="PERCENT"), "1 to 4 percentages 0-100 of half the "
+        "frame's height or width added as a black border before detecting, so faces cut by the frame's edge are "
+        "found (all sides; vertical horizontal; top horizontal bottom; top right bottom left)")
+    face_detector_angles: tuple[int, ...] = option(
+        (0,), Items(Word(DETECTOR_ANGLES), metavar="0|90|180|270"), "also run the detector on the frame turned by "
+        "these angles (counter-clockwise), for faces lying on their side or upside down; more angles, more time")
     face_detector_interval: int = option(
         5, Whole(1), "run the detector every N frames, following the faces with FaceMesh in between (sooner when "
         "a face is lost or faces cross)", video=True)
     face_landmarker_model: str = _model(
         "face_landmarker_model", "face_landmark", "FaceMesh, or one of its variants made with slimfuse optimize "
         "(face_landmark.fp16, face_landmark.int8, ...)")
+    face_landmarker_score: float = option(
+        0.5, Number(0, 1, metavar="0-1"), "the face presence FaceMesh must report for a face to be kept: a "
+        "detection whose mesh scores lower (no face after all) is dropped, and a followed face is looked for again")
+    face_tracker_score: float | None = option(
+        None, Number(0, 0.5, metavar="0-0.5"), "the box overlap (intersection over union) a detection needs to "
+        "continue a followed face; above 0 (0 is FaceFusion's 'no tracking': slimfuse always follows faces, "
+        "--face-detector-interval 1 detects on every frame)", video=True, default_text="0.3")
     face_recognizer_model: str = _model(
         "face_recognizer_model", "dlib", "the identity model for reference selection and the check that several "
         "sources show one person")
     face_selector_mode: SelectorMode = option(
-        "one", Word(SELECTOR_MODES, metavar="one|many|reference"), "one: the largest face; many: every face; "
-        "reference: the faces that look like the reference face", who=CONTROLLED)
+        "one", Word(SELECTOR_MODES, metavar="one|many|reference"), "one: the largest face (the first in "
+        "--face-selector-order); many: every face; reference: the faces that look like the reference face",
+        who=CONTROLLED)
+    face_selector_order: SelectorOrder = option(
+        "large-small", Word(SELECTOR_ORDERS, metavar="ORDER"), "the order of the faces: `one` takes the first, "
+        "--reference-face-position counts in it (by the box's left or top edge, its area, or the detector's score)")
+    face_selector_gender: str | None = option(
+        None, Word(("auto", *GENDERS), metavar="auto|female|male"), "only faces the fairface classifier (placed with "
+        "--models-dir) takes for this gender; auto: the source face's", default_text="any")
+    face_selector_race: str | None = option(
+        None, Word(("auto", *RACES), metavar="RACE"), "only faces the fairface classifier takes for this race; auto: "
+        "the source face's", default_text="any")
+    face_selector_age_start: int | None = option(
+        None, Whole(0, 100, metavar="0-100"), "only faces whose age group (fairface's) reaches this age or more",
+        default_text="0")
+    face_selector_age_end: int | None = option(
+        None, Whole(0, 100, metavar="0-100"), "only faces whose age group (fairface's) starts below this age",
+        default_text="100")
     reference_face_image: Path | None = option(
         None, FilePath(), "photo of the person to replace (reference mode)", who=OWNER,
         default_text="the target itself")
-    reference_face_position: int = option(0, Whole(0), "which face of the reference photo, 0 = the largest")
+    reference_face_position: int = option(0, Whole(0), "which face of the reference photo, counted in "
+                                         "--face-selector-order (0 = the largest by default)")
     reference_face_distance: float = option(
         0.6, Number(0, above=True, metavar="D"), "the largest identity distance still counted as the reference "
         "person (dlib: Euclidean distance; arcface: 1 - cosine similarity)")
+    reference_frame_number: int | None = option(
+        None, Whole(0), "the frame of a video target the reference face is taken from (reference mode without "
+        "--reference-face-image)", who=NOT_LIVE, video=True, default_text="the first frame with faces")
+
+    @property
+    def classified(self) -> bool:
+        """Whether selection filters faces by what the fairface classifier tells (gender, race, age)."""
+        return any(value is not None for value in (self.face_selector_gender, self.face_selector_race,
+                                                   self.face_selector_age_start, self.face_selector_age_end))
+
+    def check(self) -> None:
+        object.__setattr__(self, "face_detector_margin", padding_from(self.face_detector_margin))
+        if self.face_tracker_score == 0:
+            raise option_error("face_tracker_score", "0 (FaceFusion's 'no tracking') has no equivalent: slimfuse "
+                               "always follows faces between detections; give --face-detector-interval 1 to detect "
+                               "on every frame")
+        start, end = self.face_selector_age_start, self.face_selector_age_end
+        if start is not None and end is not None and end <= start:
+            raise option_error("face_selector_age_end", f"must be more than --face-selector-age-start, got {end}")
 
 
 @dataclass(frozen=True)
@@ -120,6 +195,22 @@ class SwapOptions(Section):
     blend: BlendMode = option(
         "feather", Word(("feather", "poisson"), metavar="feather|poisson"), "feathered alpha, or Poisson "
         "(gradient-domain) blending")
+    processors: tuple[str, ...] | None = option(
+        None, Items(Word(FACEFUSION_PROCESSORS), metavar="PROCESSOR"), "FaceFusion's list of processors, mapped onto "
+        "slimfuse's stages: face_swapper (always there), face_enhancer and frame_enhancer run (with their model "
+        "options, else gfpgan_1.4 and real_esrgan_x4), a stage not listed does not", default_text="face_swapper, "
+        "and an enhancer where its model option names one")
+
+    def check(self) -> None:
+        if self.processors is None:
+            return
+        others = [name for name in self.processors if name not in SLIMFUSE_PROCESSORS]
+        if others:
+            raise option_error("processors", f"{', '.join(others)}: not in slimfuse, which has "
+                               f"{', '.join(SLIMFUSE_PROCESSORS)}")
+        if "face_swapper" not in self.processors:
+            raise option_error("processors", "slimfuse always swaps faces: list face_swapper (and face_enhancer, "
+                               "frame_enhancer as wanted)")
 
     @property
     def neural(self) -> bool:
@@ -204,6 +295,9 @@ class RuntimeOptions(Section):
         ("cpu",), Items(Word(tuple(PROVIDERS)), metavar="PROVIDER"), "ONNX Runtime execution providers in priority "
         "order; the CPU is always the last resort, with a warning", flags=("--execution-provider",), who=OWNER)
     execution_device_id: int = option(0, Whole(0), "the GPU the providers use", who=OWNER)
+    execution_device_ids: tuple[int, ...] | None = option(
+        None, Items(Whole(0), metavar="N"), "FaceFusion's list of GPUs: the first is --execution-device-id; batch "
+        "worker processes (--workers) take them in turn", who=OWNER, default_text="--execution-device-id")
     execution_thread_count: int = option(
         0, Whole(0), "ONNX Runtime threads per model; 0 = one per core for images, 1 for videos", who=OWNER)
     strict_provider: bool = option(
@@ -223,6 +317,15 @@ class RuntimeOptions(Section):
         None, FilePath(metavar="DIR"), "keep built TensorRT engines and timing caches here between runs", who=OWNER)
     models_dir: Path | None = option(None, FilePath(metavar="DIR"), "a folder searched first for model files "
                                      "placed by hand", who=OWNER)
+
+    def check(self) -> None:
+        ids = self.execution_device_ids
+        if ids is None:
+            return
+        if self.execution_device_id not in (0, ids[0]):
+            raise option_error("execution_device_ids", f"give it or --execution-device-id {self.execution_device_id},"
+                               " not both")
+        object.__setattr__(self, "execution_device_id", ids[0])
 
     @property
     def on_gpu(self) -> bool:
@@ -270,11 +373,24 @@ class EncodeOptions(Section):
     output_video_scale: float = option(_ENCODING.scale, Number(0.05, 8, metavar="F"), "the output size factor, "
                                        "e.g. 0.5", who=NOT_LIVE, video=True)
     skip_audio: bool = option(_ENCODING.skip_audio, Switch(), "write no audio track", who=NOT_LIVE, video=True)
+    output_audio_encoder: str | None = option(
+        _ENCODING.audio_encoder, Word(AUDIO_ENCODERS, metavar="ENCODER"), "re-encode the audio with this encoder",
+        who=NOT_LIVE, video=True, default_text="copy the input's audio; re-encode only what the container cannot "
+        "hold (to aac, libopus for .webm, libmp3lame for .avi)")
+    output_audio_quality: int | None = option(
+        _ENCODING.audio_quality, Whole(0, 100, metavar="0-100"), "re-encode the audio at this quality, mapped "
+        "linearly onto the encoder's bit rate (aac, libmp3lame, libvorbis: 64-320 kb/s; libopus: 64-256 kb/s; flac "
+        "and PCM are lossless)", who=NOT_LIVE, video=True, default_text="copy; 192 kb/s where re-encoded")
+    output_audio_volume: int = option(
+        _ENCODING.audio_volume, Whole(0, 100, metavar="0-100"), "the audio's volume in percent (below 100 the audio "
+        "is re-encoded)", who=NOT_LIVE, video=True)
 
     def settings(self, threads: int) -> EncodeSettings:
         return EncodeSettings(encoder=self.output_video_encoder, quality=self.output_video_quality,
                               preset=self.output_video_preset, fps=self.output_video_fps,
-                              scale=self.output_video_scale, skip_audio=self.skip_audio, threads=threads)
+                              scale=self.output_video_scale, skip_audio=self.skip_audio, threads=threads,
+                              audio_encoder=self.output_audio_encoder, audio_quality=self.output_audio_quality,
+                              audio_volume=self.output_audio_volume)
 
 
 @dataclass(frozen=True)
@@ -317,6 +433,9 @@ class OutputOptions(Section):
 
     output_image_quality: int = option(95, Whole(1, 100, metavar="1-100"), "JPEG and WebP quality of an image "
                                        "output (PNG and BMP are lossless)", who=NOT_LIVE)
+    output_image_scale: float = option(
+        1.0, Number(0.05, 8, metavar="F"), "an image output's size as a factor of the target's, e.g. 0.5 or 2 (other "
+        "than 1, it also sets the size a frame enhancer that keeps its scale writes)", who=NOT_LIVE)
     provenance: bool = option(
         True, Switch(), "label the output as synthetic in its metadata (--no-provenance: leave it unlabelled)",
         who=FILE_OWNER)
@@ -331,10 +450,28 @@ class OutputOptions(Section):
             raise option_error("c2pa_key", "give --c2pa-key and --c2pa-certificates together")
 
 
+@dataclass(frozen=True)
+class ProgramOptions(Section):
+    """What the command line does around its runs: where options also come from, what it says, when a batch stops."""
+
+    title: ClassVar[str] = "the program: config file, messages, batches"
+
+    config_path: Path | None = option(
+        None, FilePath(metavar="INI"), "also read the options of FaceFusion's ini file (facefusion.ini's sections and "
+        "keys; a blank value is not set); options given here win", who=OWNER, default_text="none")
+    log_level: str | None = option(
+        None, Word(LOG_LEVELS, metavar="|".join(LOG_LEVELS)), "the messages shown on stderr: errors only, warnings "
+        "too, notices too, or debugging lines too (error and warn also hide the progress)", who=COMMAND_LINES,
+        default_text="info (warn with --quiet)")
+    halt_on_error: bool = option(
+        False, Switch(), "stop a batch at its first failed item (the items not started are left, and the exit code "
+        "is 50)", who=BATCHES)
+
+
 SECTIONS: Mapping[str, type[Section]] = {
     "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
-    "output": OutputOptions,
+    "output": OutputOptions, "program": ProgramOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
     alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
@@ -366,6 +503,7 @@ class RunConfig:
     encode: EncodeOptions = EncodeOptions()
     memory: MemoryOptions = MemoryOptions()
     output: OutputOptions = OutputOptions()
+    program: ProgramOptions = ProgramOptions()
     model_variants: tuple[tuple[str, str], ...] = ()
     """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the
     `--face-*-model NAME.VARIANT` options."""
@@ -379,6 +517,13 @@ class RunConfig:
         if unknown:
             raise UsageError(detail=f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
         given = {name: value for name, value in options.items() if value is not None}
+        config_path = given.get("config_path")
+        if config_path is not None:
+            read = read_config_file(_checked("config_path", config_path), OPTIONS)  # type: ignore[arg-type]
+            read.warn_unused()
+            given = {**read.values, **given}
+        if "processors" in given:
+            given = _with_processors(given)
         strategy = given.pop("video_memory_strategy", None)
         if strategy is not None:
             given.setdefault("video_memory_level", STRATEGIES[_checked("video_memory_strategy", strategy)])
@@ -405,6 +550,22 @@ class RunConfig:
         """Every option by its flat name (what the run report and the server record)."""
         return {item.name: getattr(getattr(self, section), item.name)
                 for section, kind in SECTIONS.items() for item in fields(kind)}
+
+
+def _with_processors(given: dict[str, object]) -> dict[str, object]:
+    """FaceFusion's --processors as slimfuse's stages: a listed enhancer runs with its model option (FaceFusion's
+    default model when none is given), one not listed does not run, as in FaceFusion (said once when its model
+    option was given)."""
+    processors = _checked("processors", given["processors"])
+    mapped = {**given, "processors": processors}
+    for stage, (name, model) in PROCESSOR_MODELS.items():
+        if stage in processors:  # type: ignore[operator]
+            mapped.setdefault(name, model)
+            continue
+        if mapped.get(name, NO_MODEL) != NO_MODEL:
+            LOG.warning(f"--{name.replace('_', '-')} {mapped[name]}: not run, as --processors does not list {stage}")
+        mapped[name] = NO_MODEL
+    return mapped
 
 
 def _checked(name: str, value: object) -> object:

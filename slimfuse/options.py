@@ -35,6 +35,10 @@ none of them; a server's clients never name its files)."""
 OWNER: frozenset[Audience] = frozenset({"swap", "live", "api"})
 """Options of the machine a run uses (its files, its hardware, the synthetic label): a server's clients never set
 these; the server does."""
+COMMAND_LINES: frozenset[Audience] = frozenset({"swap", "live"})
+"""Options of what a command prints (its messages): the Python API leaves that to the application's logging."""
+BATCHES: frozenset[Audience] = frozenset({"swap"})
+"""Options of batch work on the command line (`slimfuse batch`, and `slimfuse swap` with several targets)."""
 OPTION = "slimfuse.option"
 """The key of a field's declaration in its dataclass metadata."""
 

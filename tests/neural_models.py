@@ -452,3 +452,28 @@ def zeroed_conv(model: onnx.ModelProto, index: int = 0) -> onnx.ModelProto:
     zeros = numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(weight)), weight.name)
     weight.CopyFrom(zeros)
     return broken
+
+
+def fairface_by_tint() -> onnx.ModelProto:
+    """A fairface stand-in whose classes follow the face's red-blue balance (its channel means after the model's
+    normalisation): a face redder than blue is male, asian and 20-28; bluer than red, female, indian and 60-68 (a
+    face with its red and blue channels swapped turns from one into the other)."""
+    io = spec_of("fairface").io
+    assert io is not None
+    redder = np.array([1.0, 0.0, -1.0], np.float32)  # R - B of the per-channel means
+
+    def head(classes: int, when_redder: int, when_bluer: int) -> np.ndarray:
+        weights = np.zeros((3, classes), np.float32)
+        weights[:, when_redder], weights[:, when_bluer] = redder, -redder
+        return weights
+
+    nodes = [helper.make_node("ReduceMean", [io.inputs[0].name], ["means"], axes=[2, 3], keepdims=0)]
+    initializers = []
+    for output, classes, when_redder, when_bluer in (("race_id", 7, 3, 5), ("gender_id", 2, 0, 1),
+                                                     ("age_id", 9, 3, 7)):
+        initializers.append(_const(f"{output}_weights", head(classes, when_redder, when_bluer)))
+        nodes += [helper.make_node("MatMul", ["means", f"{output}_weights"], [f"{output}_logits"]),
+                  helper.make_node("ArgMax", [f"{output}_logits"], [output], axis=1, keepdims=0)]
+    return graph_model("fairface", nodes, [_value(io.inputs[0], False)],
+                       [helper.make_tensor_value_info(tensor.name, TensorProto.INT64, list(tensor.shape))
+                        for tensor in io.outputs], initializers)

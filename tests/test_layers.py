@@ -19,7 +19,7 @@ POOLS_ELSEWHERE = {
 }
 LOW_LAYERS = ("media", "models", "faces", "memory", "processors")
 LAYERS = (
-    ("errors", "options", "log", "metrics", "profiles", "samples", "atomic"),
+    ("errors", "options", "log", "metrics", "profiles", "samples", "atomic", "config_file"),
     ("media",), ("models",), ("memory",), ("config",), ("faces",), ("processors",), ("optimize",), ("pipeline",),
     ("api",), ("live", "batch"), ("serve",), ("bench",), ("cli",), ("__main__", "slimfuse"),
 )

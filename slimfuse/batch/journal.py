@@ -8,10 +8,11 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 
 from slimfuse.media.provenance import tool_version
-from slimfuse.config import RunConfig
+from slimfuse.config import ProgramOptions, RunConfig
 
 JOURNAL_NAME = ".slimfuse-batch.jsonl"
 CHUNK = 1 << 20
@@ -26,10 +27,13 @@ def sha256_of(path: Path) -> str:
 
 
 def options_hash(config: RunConfig, target: Path) -> str:
-    """What the output depends on: slimfuse's version, every option, and each input's size and modification
-    time (a changed source or target changes the hash)."""
+    """What the output depends on: slimfuse's version, every option of the run (not the program's: its messages,
+    config file or --halt-on-error make no other output), and each input's size and modification time (a changed
+    source or target changes the hash)."""
     inputs = [_fingerprint(path) for path in (*config.sources, target)]
-    text = json.dumps({"version": tool_version(), "options": config.options(), "inputs": inputs}, sort_keys=True,
+    program = {field.name for field in fields(ProgramOptions)}
+    options = {name: value for name, value in config.options().items() if name not in program}
+    text = json.dumps({"version": tool_version(), "options": options, "inputs": inputs}, sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -54,13 +54,13 @@ def died(task: Task, how: str) -> TaskResult:
                                                                   f"{task.attempt} times"))
 
 
-def _serve(inbox: multiprocessing.Queue, outbox: multiprocessing.Queue) -> None:
+def _serve(inbox: multiprocessing.Queue, outbox: multiprocessing.Queue, device_id: int | None = None) -> None:
     """A worker process: tasks from its inbox until None, each result to the shared outbox. Ctrl-C reaches the
     whole process group: the batch's process decides, and its SIGTERM unwinds the task once (its temporary files
     are removed)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminated)
-    worker = Worker()
+    worker = Worker(device_id)
     try:
         while (task := inbox.get()) is not None:
             outbox.put(worker.run(task))
@@ -79,24 +79,28 @@ def _terminated(signum: int, frame: object) -> None:
 class _Process:
     process: SpawnProcess
     inbox: multiprocessing.Queue
+    device_id: int | None = None
     task: Task | None = None
 
 
 class ProcessPool:
     """N worker processes (started with spawn, so none inherits this process's threads or sessions)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, device_ids: tuple[int, ...] | None = None) -> None:
+        """device_ids: the GPUs of --execution-device-ids, taken by the workers in turn (a worker started again in
+        a dead one's place keeps its GPU)."""
         self.workers = workers
         self._context = multiprocessing.get_context("spawn")
         self._outbox: multiprocessing.Queue = self._context.Queue()
-        self._procs = [self._start() for _ in range(workers)]
+        self._procs = [self._start(None if not device_ids else device_ids[index % len(device_ids)])
+                       for index in range(workers)]
 
-    def _start(self) -> _Process:
+    def _start(self, device_id: int | None) -> _Process:
         inbox: multiprocessing.Queue = self._context.Queue()
-        process = self._context.Process(target=_serve, args=(inbox, self._outbox), daemon=True,
+        process = self._context.Process(target=_serve, args=(inbox, self._outbox, device_id), daemon=True,
                                         name="slimfuse-batch-worker")
         process.start()
-        return _Process(process, inbox)
+        return _Process(process, inbox, device_id)
 
     def run(self, tasks: Iterable[Task], on_result: OnResult) -> None:
         try:
@@ -128,7 +132,7 @@ class ProcessPool:
             if proc.process.is_alive():
                 continue
             lost = proc.task
-            self._procs[index] = self._start()
+            self._procs[index] = self._start(proc.device_id)
             if lost is None:
                 continue
             if lost.attempt < MAX_ATTEMPTS:

@@ -27,6 +27,7 @@ from slimfuse.media.video_reader import FrameSpan
 from slimfuse.pipeline.run import plan_for, provenance_label
 
 DONE, SKIPPED, FAILED = "done", "skipped", "failed"
+NOT_RUN = "not run: an earlier item failed (--halt-on-error)"
 # A video is cut into this many segments per worker (short ones balance the load and lose less to a dead worker),
 # each at least MIN_SEGMENT_FRAMES long.
 SEGMENTS_PER_WORKER = 2
@@ -61,6 +62,11 @@ class ItemRow:
     join_seconds: float = 0.0
     join: str | None = None
     """"copied" or "re-encoded" for a video done in segments."""
+
+    @property
+    def has_output(self) -> bool:
+        """Whether its output is there: written, or kept from an earlier run (not an item left by --halt-on-error)."""
+        return self.status == DONE or (self.status == SKIPPED and self.reason != NOT_RUN)
 
 
 @dataclass
@@ -98,6 +104,10 @@ class BatchProgress(Protocol):
     def finished(self, row: ItemRow) -> None: ...
 
 
+class _Halted(Exception):
+    """An item failed and --halt-on-error stops the batch: the pool cancels what it runs."""
+
+
 class _Silent:
     def started(self, total: int) -> None:
         pass
@@ -119,18 +129,23 @@ def fit_workers(config: RunConfig, target: Path | None, asked: int, notify: Noti
     return fits
 
 
-def make_pool(workers: int, ray: str | None, progress: FrameProgress | None) -> Pool:
+def make_pool(workers: int, ray: str | None, progress: FrameProgress | None,
+              device_ids: tuple[int, ...] | None = None) -> Pool:
+    """device_ids: --execution-device-ids, for the local worker processes to take in turn (Ray gives its actors
+    their GPUs itself; one process uses the first)."""
     if ray is not None:
         from slimfuse.batch.ray_pool import RayPool
 
         return RayPool(workers, ray)
-    return InlinePool(progress) if workers <= 1 else ProcessPool(workers)
+    return InlinePool(progress) if workers <= 1 else ProcessPool(workers, device_ids)
 
 
 class BatchRunner:
     def __init__(self, items: Sequence[BatchItem], options: Mapping[str, object], journal_dir: Path, pool: Pool,
                  progress: BatchProgress | None = None, notify: Notify = lambda message: None,
-                 segments_per_worker: int = SEGMENTS_PER_WORKER, min_segment_frames: int = MIN_SEGMENT_FRAMES) -> None:
+                 segments_per_worker: int = SEGMENTS_PER_WORKER, min_segment_frames: int = MIN_SEGMENT_FRAMES,
+                 halt_on_error: bool = False) -> None:
+        """halt_on_error: stop at the first item that fails (--halt-on-error); the items not done then are left."""
         self.items = list(items)
         self.options = dict(options)
         self.journal = Journal(journal_dir)
@@ -139,6 +154,7 @@ class BatchRunner:
         self.notify = notify
         self.pieces = max(1, pool.workers * segments_per_worker)
         self.min_frames = min_segment_frames
+        self.halt_on_error = halt_on_error
         self._scratch: Path | None = None
 
     def run(self) -> BatchResult:
@@ -156,7 +172,15 @@ class BatchRunner:
                     tasks.extend(self._tasks(index, job))
                 else:
                     self.progress.finished(row)
-            self.pool.run(tasks, lambda result: self._on_result(pending, result))
+                if self.halt_on_error and row.status == FAILED:
+                    rows += [self._not_run(ItemRow(str(later.target), str(later.output), SKIPPED))
+                             for later in self.items[index + 1:]]
+                    break
+            try:
+                self.pool.run(tasks, lambda result: self._on_result(pending, result))
+            except _Halted:
+                for job in pending.values():  # started ones were stopped; their outputs were not written
+                    self._not_run(job.row)
         finally:
             if self._scratch is not None:
                 shutil.rmtree(self._scratch, ignore_errors=True)
@@ -231,6 +255,8 @@ class BatchRunner:
                 return [task.again()]
             self._fail(job.row, result.error)
             del pending[task.item]
+            if self.halt_on_error:
+                raise _Halted
             return []
         if task.segment is None:
             job.row.frames, job.row.seconds = result.frames, result.seconds
@@ -261,6 +287,11 @@ class BatchRunner:
         job.row.seconds = job.row.seconds or time.perf_counter() - job.started
         self.journal.record(job.item.output, job.digest, job.item.target, job.row.seconds)
         self.progress.finished(job.row)
+
+    def _not_run(self, row: ItemRow) -> ItemRow:
+        row.status, row.reason = SKIPPED, NOT_RUN
+        self.progress.finished(row)
+        return row
 
     def _fail(self, row: ItemRow, error: TaskError) -> None:
         row.status, row.reason, row.exit_code = FAILED, error.message, error.exit_code

@@ -20,7 +20,7 @@ from slimfuse.atomic import AtomicFile, write_error
 from slimfuse.errors import NoFramesError
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.provenance import ProvenanceLabel
-from slimfuse.media.video_audio import AudioTrack, can_copy, open_source
+from slimfuse.media.video_audio import AudioTrack, open_source
 from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_encoding import container_for
 from slimfuse.media.video_probe import VideoInfo, probe
@@ -103,7 +103,7 @@ def join_segments(info: VideoInfo, spans: Sequence[FrameSpan], parts: Sequence[P
     fmt = container_for(output)
     file = AtomicFile(output, signing_step(output, provenance, notify))
     try:
-        frames = _copy(info, spans, parts, file.temp, fmt, settings.skip_audio, provenance)
+        frames = _copy(info, spans, parts, file.temp, fmt, settings, provenance)
         if frames == 0:
             raise NoFramesError(output, "no frames were written; the output is not created")
         file.commit()
@@ -130,17 +130,17 @@ def _offset_ticks(info: VideoInfo, span: FrameSpan, time_base: Fraction) -> int:
     return round(Fraction(span.start_pts - info.start_pts) * info.time_base / time_base)
 
 
-def _copy(info: VideoInfo, spans: Sequence[FrameSpan], parts: Sequence[Path], temp: Path, fmt: str, skip_audio: bool,
-          provenance: ProvenanceLabel | None) -> int:
+def _copy(info: VideoInfo, spans: Sequence[FrameSpan], parts: Sequence[Path], temp: Path, fmt: str,
+          settings: EncodeSettings, provenance: ProvenanceLabel | None) -> int:
     options = (LABEL_OPTIONS.get(fmt) if provenance is not None else None) or CONTAINER_OPTIONS.get(fmt, {})
-    source = None if skip_audio or not info.has_audio else open_source(info.path)
+    source = None if settings.skip_audio or not info.has_audio else open_source(info.path)
     frames = 0
     with av.open(str(temp), "w", format=fmt, container_options=options) as container:
         if provenance is not None:
             container.metadata.update(provenance.container_tags())
         with av.open(str(parts[0])) as first:
             video = container.add_stream_from_template(first.streams.video[0])
-        audio = _audio_track(source, container, fmt)
+        audio = _audio_track(source, container, fmt, settings)
         container.start_encoding()
         for span, part in zip(spans, parts, strict=True):
             with av.open(str(part)) as segment:
@@ -166,14 +166,15 @@ def _copy(info: VideoInfo, spans: Sequence[FrameSpan], parts: Sequence[Path], te
     return frames
 
 
-def _audio_track(source: av.container.InputContainer | None, container: OutputContainer, fmt: str) -> AudioTrack | None:
+def _audio_track(source: av.container.InputContainer | None, container: OutputContainer, fmt: str,
+                 settings: EncodeSettings) -> AudioTrack | None:
     if source is None:
         return None
     stream = source.streams.audio[0]
     name = stream.codec_context.name if stream.codec_context is not None else None
     if name is None:
         return None
-    track = AudioTrack(source, container, fmt, copy=can_copy(fmt, name, container))
+    track = AudioTrack(source, container, fmt, settings)
     track.begin(None, Fraction(0))
     return track
 

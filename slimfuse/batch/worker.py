@@ -57,8 +57,11 @@ class TaskResult:
 class Worker:
     """Runs tasks with a kept Swapper, built again only when the sources or options change."""
 
-    def __init__(self) -> None:
+    def __init__(self, device_id: int | None = None) -> None:
+        """device_id: the GPU this worker's models use, in place of the tasks' --execution-device-ids (a pool's
+        workers take those in turn)."""
         self._kept: KeptSwapper | None = None  # made on the first task
+        self.device_id = device_id
 
     def run(self, task: Task, progress: FrameProgress | None = None) -> TaskResult:
         started = time.perf_counter()
@@ -81,7 +84,11 @@ class Worker:
 
         if self._kept is None:
             self._kept = KeptSwapper()
-        swapper = self._kept.get(list(task.sources), **task.options)  # its calls check the output before any work
+        options = dict(task.options)
+        if self.device_id is not None:
+            options.pop("execution_device_ids", None)
+            options["execution_device_id"] = self.device_id
+        swapper = self._kept.get(list(task.sources), **options)  # its calls check the output before any work
         if is_video(task.target):
             return swapper.swap_video(task.target, task.output, progress, span=task.span).frames_written
         swapper.swap_image(task.target, output=task.output)

@@ -77,15 +77,16 @@ def _run_items(args: argparse.Namespace, items: list[BatchItem], journal_dir: Pa
     ray = getattr(args, "ray", None)
     workers = fit_workers(config, items[0].target, asked if ray is None or asked > 1 else 2, LOG.info)
     progress = BatchBar(quiet=args.quiet, log_format=args.log_format)
-    pool = make_pool(workers, ray, progress.frames)
+    pool = make_pool(workers, ray, progress.frames, config.runtime.execution_device_ids)
     try:
-        result = BatchRunner(items, options, journal_dir, pool, progress, LOG.info).run()
+        result = BatchRunner(items, options, journal_dir, pool, progress, LOG.info,
+                             halt_on_error=config.program.halt_on_error).run()
     finally:
         pool.close()
     progress.clear()
     print_summary(result, sys.stderr)
     for row in result.rows:
-        if row.status != "failed":
+        if row.has_output:
             print(row.output)
     if args.report is not None:
         from slimfuse.atomic import write_bytes_atomic

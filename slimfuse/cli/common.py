@@ -55,11 +55,16 @@ class StderrHandler(logging.Handler):
         print(line, file=sys.stderr, flush=True)
 
 
-def configure_logging(quiet: bool, log_format: str = "text") -> None:
-    """Show slimfuse's notices and warnings on stderr; --quiet keeps the warnings only."""
+LOG_LEVELS = {"error": logging.ERROR, "warn": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+"""--log-level's words (FaceFusion's) and the logging levels they show."""
+
+
+def configure_logging(quiet: bool, log_format: str = "text", level: str | None = None) -> None:
+    """Show slimfuse's messages on stderr: notices and warnings; --quiet keeps the warnings only; --log-level
+    (error, warn, info, debug) says which, --quiet or not."""
     log = logging.getLogger("slimfuse")
     log.handlers = [StderrHandler(log_format)]
-    log.setLevel(logging.WARNING if quiet else logging.INFO)
+    log.setLevel(LOG_LEVELS[level] if level is not None else logging.WARNING if quiet else logging.INFO)
     log.propagate = False
 
 
@@ -71,6 +76,17 @@ def run_guarded(command: Callable[[argparse.Namespace], int], args: argparse.Nam
     configure_logging(getattr(args, "quiet", False), getattr(args, "log_format", "text"))
     try:
         with interrupts.working():
+            read = None
+            if getattr(args, "config_path", None) is not None:
+                from slimfuse.cli.options import apply_config_file
+
+                read = apply_config_file(args)  # its values may set the log level too
+            level = getattr(args, "log_level", None)
+            if level is not None:
+                args.quiet = args.quiet or level in ("error", "warn")  # FaceFusion's quiet levels hide the progress
+                configure_logging(args.quiet, getattr(args, "log_format", "text"), level)
+            if read is not None:
+                read.warn_unused()
             return command(args)
     except (Exception, KeyboardInterrupt) as exc:  # the last line of defence: one line, not a traceback
         if isinstance(exc, BrokenPipeError) and interrupts.received is None and stdout_closed():

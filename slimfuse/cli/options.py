@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from slimfuse.config import OPTIONS, SECTIONS, RunConfig
+from slimfuse.config_file import ConfigFile, read_config_file
 from slimfuse.errors import UsageError
-from slimfuse.options import Audience, Declared, Items, Switch
+from slimfuse.options import Audience, Declared, Items, Switch, for_audience
 
 RUN_OPTIONS = frozenset(entry.name for entry in OPTIONS)
 """The names of the table's options (aliases included): what a namespace passes on to RunConfig."""
@@ -35,6 +36,7 @@ def add_run_options(parser: argparse.ArgumentParser, audience: Audience) -> None
                 exclusive[key] = groups[entry.section].add_mutually_exclusive_group()
             container = exclusive[key]
         _add(container, entry)
+    parser.set_defaults(run_audience=audience)
 
 
 def _add(container: argparse._ActionsContainer, entry: Declared) -> None:
@@ -83,6 +85,22 @@ def _reader(parse: Callable[[str], object]) -> Callable[[str], object]:
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
+    return read
+
+
+def apply_config_file(args: argparse.Namespace) -> ConfigFile | None:
+    """--config-path: the ini file's options that the command takes, set where the command line did not set them
+    (absent options are not in the namespace); the file is read here, once, and --config-path then dropped, so the
+    run (and each item of a batch) takes the options as they stand. The file read (its caller says what was not
+    read once the log level is set), or None without --config-path."""
+    path = getattr(args, "config_path", None)
+    if path is None:
+        return None
+    read = read_config_file(path, tuple(for_audience(OPTIONS, args.run_audience)))
+    for name, value in read.values.items():
+        if name not in vars(args):
+            setattr(args, name, value)
+    del args.config_path
     return read
 
 

@@ -11,8 +11,10 @@ from dataclasses import replace
 import numpy as np
 
 from slimfuse.faces.blazeface import SPECS, DetectorOptions, FaceDetector
+from slimfuse.faces.classify import FaceClassifier
 from slimfuse.faces.neural_detect import NeuralDetectorOptions, NeuralFaceDetector, detector_spec
-from slimfuse.faces.landmarks import FaceMesh
+from slimfuse.faces.landmarks import PRESENCE_THRESHOLD, FaceMesh
+from slimfuse.faces.search import SearchingDetector
 from slimfuse.faces.track import Detector
 from slimfuse.faces.types import Face
 from slimfuse.models.neural.detectors import DETECTORS
@@ -22,9 +24,12 @@ MESH_MODEL = "face_landmark"
 
 
 class FaceAnalyser:
-    def __init__(self, pool: ModelPool, detector: DetectorOptions = DetectorOptions()) -> None:
+    def __init__(self, pool: ModelPool, detector: DetectorOptions = DetectorOptions(),
+                 presence: float = PRESENCE_THRESHOLD) -> None:
+        """presence: the face presence FaceMesh must report (--face-landmarker-score)."""
         self.pool = pool
         self.detector_options = detector
+        self.presence = presence
 
     @staticmethod
     def models_for(detector: str) -> tuple[str, ...]:
@@ -34,19 +39,29 @@ class FaceAnalyser:
         return (*(SPECS[key].model for key in FaceDetector.models_for(detector)), MESH_MODEL)
 
     def detector(self) -> Detector:
-        """The run's face detector (`DetectorOptions.model`): BlazeFace, or the named neural detector."""
+        """The run's face detector (`DetectorOptions.model`): BlazeFace, or the named neural detector; searching the
+        frame with a margin and at other angles where the options ask for it."""
         options = self.detector_options
+        detector: Detector
         if options.model in DETECTORS:
             neural = NeuralDetectorOptions(tile_size=options.tile_size)
             if options.score is not None:
                 neural = replace(neural, score=options.score)
-            return NeuralFaceDetector(self.pool.session(options.model), detector_spec(options.model), neural)
-        sessions = {key: self.pool.session(SPECS[key].model) for key in FaceDetector.models_for(options.model)}
-        return FaceDetector(sessions, options)
+            detector = NeuralFaceDetector(self.pool.session(options.model), detector_spec(options.model), neural)
+        else:
+            sessions = {key: self.pool.session(SPECS[key].model) for key in FaceDetector.models_for(options.model)}
+            detector = FaceDetector(sessions, options)
+        if options.angles == (0,) and not any(options.margin):
+            return detector
+        return SearchingDetector(detector, options.angles, options.margin)
 
     def mesh(self) -> FaceMesh:
         """The landmark model, its session from the pool."""
-        return FaceMesh(self.pool.session(MESH_MODEL))
+        return FaceMesh(self.pool.session(MESH_MODEL), presence=self.presence)
+
+    def classifier(self) -> FaceClassifier:
+        """FaceFusion's fairface classifier (selection by gender, race and age), its session from the pool."""
+        return FaceClassifier(self.pool)
 
     def faces(self, image: np.ndarray) -> list[Face]:
         """Every face with its 468-point mesh, largest first."""

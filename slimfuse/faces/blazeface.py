@@ -61,6 +61,10 @@ class DetectorOptions:
     """Overrides the model's own score threshold."""
     tile_size: int = 640
     nms_iou: float = 0.3
+    angles: tuple[int, ...] = (0,)
+    """Also search the frame turned by these angles (see slimfuse.faces.search)."""
+    margin: tuple[int, int, int, int] = (0, 0, 0, 0)
+    """A black margin around the frame, in percent (see slimfuse.faces.search)."""
 
 
 def letterbox(image: np.ndarray, size: int) -> tuple[np.ndarray, float]:

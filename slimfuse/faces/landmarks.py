@@ -25,12 +25,14 @@ RIGHT_EYE_OUTER, LEFT_EYE_OUTER = 33, 263
 
 
 class FaceMesh:
-    def __init__(self, session: Session, refine_passes: int = 2) -> None:
+    def __init__(self, session: Session, refine_passes: int = 2, presence: float = PRESENCE_THRESHOLD) -> None:
+        """presence: the face presence (0-1) the model must report for a face to be kept (--face-landmarker-score)."""
         # Two re-centred passes: a face found by the detector then lies about half a pixel (root mean square) from
         # where following it frame by frame puts it (one pass leaves more than a pixel), within the landmark hold
         # (smooth.py), so a still face's track starts still instead of creeping there.
         self.session = session
         self.refine_passes = refine_passes
+        self.presence = presence
 
     def landmarks(self, image: np.ndarray, face: Face) -> Face | None:
         """The face with its mesh, or None when the model says there is no face in the crop."""
@@ -66,7 +68,7 @@ class FaceMesh:
         back = invert_affine(matrix)
         xy = apply_affine(back, points[:, :2])
         z = points[:, 2] * side / MESH_SIZE
-        present = 1.0 / (1.0 + math.exp(-float(np.clip(logit.reshape(-1)[0], -100, 100)))) > PRESENCE_THRESHOLD
+        present = 1.0 / (1.0 + math.exp(-float(np.clip(logit.reshape(-1)[0], -100, 100)))) > self.presence
         return np.column_stack([xy, z]).astype(np.float32), present
 
 

@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from slimfuse.config import FaceOptions
+from slimfuse.faces.classify import FaceClasses, FaceClassifier
 from slimfuse.faces.geometry import iou
 from slimfuse.faces.landmarks import FaceMesh
 from slimfuse.faces.recognize import Recognizer
@@ -32,12 +33,15 @@ class TrackerModels(Protocol):
 
     def mesh(self) -> FaceMesh: ...
 
+    def classifier(self) -> FaceClassifier: ...
+
 
 @dataclass(frozen=True)
 class TrackerOptions:
     detect_interval: int = FaceOptions.face_detector_interval
     """Run the detector every this many frames (1 = every frame; the run's --face-detector-interval)."""
     match_iou: float = 0.3
+    """The box overlap a detection needs to continue a track (the run's --face-tracker-score, where given)."""
     crossing_iou: float = 0.2
     """Two tracks overlapping more than this are checked by identity at the next detection."""
     max_missed: int = 2
@@ -58,6 +62,7 @@ class Track:
     """The latest face as the models gave it (what identity is computed from)."""
     filter: OneEuroFilter | None
     descriptor: np.ndarray | None = None
+    classes: FaceClasses | None = None
     missed: int = 0
 
 
@@ -98,6 +103,12 @@ class FaceTracker:
             track.descriptor = self.recognizer.descriptor(frame, track.raw)
             self.identities_computed += 1
         return track.descriptor
+
+    def classes(self, frame: np.ndarray, track: Track) -> FaceClasses:
+        """What the classifier tells of the track's face, computed on first need only."""
+        if track.classes is None:
+            track.classes = self.models.classifier().classify(frame, track.raw)
+        return track.classes
 
     def _follow(self, frame: np.ndarray) -> list[Track]:
         visible = []

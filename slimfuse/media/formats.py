@@ -8,6 +8,8 @@ from fractions import Fraction
 from slimfuse.errors import UsageError
 
 ENCODERS = ("libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc")
+AUDIO_ENCODERS = ("flac", "aac", "libmp3lame", "libopus", "libvorbis", "pcm_s16le", "pcm_s32le")
+"""FaceFusion's audio encoders (--output-audio-encoder)."""
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 # Container (FFmpeg muxer name) by file extension, for both input and output.
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".webm": "webm", ".avi": "avi"}
@@ -26,6 +28,9 @@ class EncodeSettings:
       frame's own timestamp.
     scale: output size factor (0.5 halves both sides).
     threads: the encoder's threads (0: FFmpeg's choice; 1 under a tight --memory-budget: each thread holds frames).
+    audio_encoder, audio_quality: re-encode the audio with this encoder, at this quality 0-100 (None: the input's
+      audio is copied where the container can hold it, else re-encoded to the container's usual codec).
+    audio_volume: the audio's volume in percent (below 100 it is re-encoded).
     """
 
     encoder: str | None = None
@@ -35,6 +40,14 @@ class EncodeSettings:
     scale: float = 1.0
     skip_audio: bool = False
     threads: int = 0
+    audio_encoder: str | None = None
+    audio_quality: int | None = None
+    audio_volume: int = 100
+
+    @property
+    def audio_reencoded(self) -> bool:
+        """Whether the audio must be re-encoded whatever its codec: an encoder, a quality or a volume was asked for."""
+        return self.audio_encoder is not None or self.audio_quality is not None or self.audio_volume != 100
 
     def __post_init__(self) -> None:
         if self.encoder is not None and self.encoder not in ENCODERS:

@@ -232,3 +232,15 @@ def _check_complete(info: VideoInfo, count: int, last_pts: int | None, last_dura
     if end < info.duration - tolerance:
         raise VideoDecodeStoppedError(info.path, count, f"the file ends early: {end:.2f} s of {info.duration:.2f} s")
 
+
+def read_frame(path: Path, index: int) -> np.ndarray:
+    """Frame `index` of a video, RGB (the last one when the video is shorter)."""
+    last = None
+    with VideoReader(path, start=0) as reader:
+        for number, frame in enumerate(reader):
+            last = frame.rgb
+            if number >= index:
+                break
+    if last is None:
+        raise SlimfuseError(path, "the video holds no frames")
+    return last

@@ -20,7 +20,7 @@ from slimfuse.errors import NoFramesError, OutputIsInputError
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.frame_queue import DEFAULT_QUEUE, END, POLL_S, drain
 from slimfuse.media.provenance import ProvenanceLabel
-from slimfuse.media.video_audio import REENCODE, AudioTrack, can_copy, open_source
+from slimfuse.media.video_audio import AudioTrack, check_audio_encoder, open_source
 from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_encoding import check_encoder, choose_encoder, container_for, encoder_options, output_size
 from slimfuse.media.video_probe import VideoInfo
@@ -65,6 +65,7 @@ class VideoWriter:
         self._check_output()
         self.encoder = choose_encoder(self.path, settings.encoder)
         check_encoder(self.encoder)
+        check_audio_encoder(self.path, self._fmt, settings)
         self.size = output_size(info.width, info.height, settings.scale, self.encoder)
         self._rate = RateConverter(settings.fps) if settings.fps is not None else None
         self._time_base = self._output_time_base()
@@ -238,11 +239,10 @@ class VideoWriter:
             self._notify(f"{self.info.path}: its audio codec has no decoder here; the output has no audio")
             self._close_source()
             return
-        copy = allow_copy and can_copy(self._fmt, name, container)
-        self._audio = AudioTrack(self._source, container, self._fmt, copy)
-        if not copy:
+        self._audio = AudioTrack(self._source, container, self._fmt, self.settings, allow_copy)
+        if not self._audio.copied and not self.settings.audio_reencoded:
             self._notify(f"{self.info.path}: {name} audio cannot go into a {self.path.suffix} file as it is; "
-                         f"re-encoding it to {REENCODE[self._fmt]}")
+                         f"re-encoding it to {self._audio.encoder}")
 
     # --- the encoding thread -------------------------------------------------------------------------------------
 

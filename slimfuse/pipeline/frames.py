@@ -35,10 +35,10 @@ class FrameLoop:
     """The state of one stream of frames: tracks, the chosen faces, the reuse cache. Make one per target."""
 
     def __init__(self, chain: Chain, prepared: PreparedChain, models: TrackerModels, recognizer: Recognizer,
-                 selector: FaceSelector, detect_interval: int, reuse: ReuseOptions) -> None:
+                 selector: FaceSelector, tracking: TrackerOptions, reuse: ReuseOptions) -> None:
         self.chain = chain
         self.prepared = prepared
-        self.tracker = FaceTracker(models, recognizer, TrackerOptions(detect_interval=detect_interval))
+        self.tracker = FaceTracker(models, recognizer, tracking)
         self.selector = selector
         self.reuse = ReuseCache(reuse)
         self._frames = 0
@@ -57,7 +57,8 @@ class FrameLoop:
         self._frames += 1
         tracks = self.tracker.update(rgb, time)
         self.reuse.forget({track.id for track in self.tracker.tracks})  # ended tracks free their cache
-        chosen = self.selector.select(tracks, lambda track: self.tracker.descriptor(rgb, track))
+        chosen = self.selector.select(tracks, lambda track: self.tracker.descriptor(rgb, track),
+                                      lambda track: self.tracker.classes(rgb, track))
         targets = [Target.of(track) for track in chosen]
         self._with_faces += bool(targets)
         self._found += len(tracks)

@@ -37,11 +37,25 @@ def swap_image_file(run: Run, target: Path, output: Path, reference: np.ndarray 
     checked the output (media.destination.check_output)."""
     loaded = read_image(target)
     result, stats = swap_frame(run, loaded.rgb, target, reference)
+    result = at_output_scale(result, loaded.rgb.shape, run.config.output.output_image_scale)
     run.mark("processing")
     write_image_atomic(compose_output(scaled_like(loaded, result), result), output, loaded.icc_profile,
                        quality=run.config.output.output_image_quality, provenance=run.provenance, notify=run.notify)
     run.mark("write")
     return ImageResult(output, stats)
+
+
+def at_output_scale(rgb: np.ndarray, target_shape: tuple[int, ...], scale: float) -> np.ndarray:
+    """The result at --output-image-scale times the target's size (1: as it came, which is the frame enhancer's
+    scale when it keeps it); area-averaged when it shrinks, bicubic when it grows."""
+    if scale == 1.0:
+        return rgb
+    height, width = target_shape[:2]
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    if size == (rgb.shape[1], rgb.shape[0]):
+        return rgb
+    shrinks = size[0] * size[1] < rgb.shape[0] * rgb.shape[1]
+    return cv2.resize(rgb, size, interpolation=cv2.INTER_AREA if shrinks else cv2.INTER_CUBIC)
 
 
 def scaled_like(loaded: LoadedImage, rgb: np.ndarray) -> LoadedImage:

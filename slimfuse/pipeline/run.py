@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,9 @@ from slimfuse.errors import NoSourceFaceError, NoTargetFaceError
 from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.faces.blazeface import DetectorOptions
 from slimfuse.faces.recognize import Recognizer, build_recognizer, recognizer_models
-from slimfuse.faces.select import FaceSelector
+from slimfuse.faces.classify import FaceClasses
+from slimfuse.faces.select import ClassFilter, FaceSelector, in_order
+from slimfuse.faces.track import TrackerOptions
 from slimfuse.faces.types import Face
 from slimfuse.log import notice
 from slimfuse.media.c2pa_sign import check_signer
@@ -25,6 +27,7 @@ from slimfuse.media.image_io import read_image
 from slimfuse.media.provenance import C2paSigner, ProvenanceLabel
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.catalog import Catalog
+from slimfuse.models.neural.classifiers import FAIRFACE
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Notify, Store, default_home
 from slimfuse.pipeline.chain import Chain, ChainSpec, PreparedChain
@@ -73,6 +76,7 @@ class Run:
     """The source photos already in memory; None: read from config.sources on first use."""
     _prepared: PreparedChain | None = field(default=None, init=False)
     _reference: np.ndarray | None = field(default=None, init=False)
+    _source_classes: FaceClasses | None = field(default=None, init=False)
 
     @property
     def notify(self) -> Notify:
@@ -112,17 +116,21 @@ class Run:
                                      recognizer_models(self.config.faces.face_recognizer_model), keep_identity)
         return prepared
 
-    def loop(self, prepared: PreparedChain, reference: np.ndarray | None = None) -> FrameLoop:
-        """A fresh frame loop (tracks, selection, reuse) for one target or stream. reference: an RGB photo of the
-        person to swap (reference selection for this loop), else the config's --reference-face-image or mode."""
+    def loop(self, prepared: PreparedChain, reference: np.ndarray | None = None,
+             origin: Path = Path("reference image")) -> FrameLoop:
+        """A fresh frame loop (tracks, selection, reuse) for one target or stream. reference: an RGB picture of the
+        person to swap (reference selection for this loop; `origin` names it in an error), else the config's
+        --reference-face-image or mode."""
         faces = self.config.faces
         mode = "reference" if reference is not None else faces.face_selector_mode
-        descriptor = self._descriptor_of(reference, Path("reference image")) if reference is not None \
-            else self._configured_reference()
+        descriptor = self._descriptor_of(reference, origin) if reference is not None else self._configured_reference()
         selector = FaceSelector(mode, descriptor, faces.reference_face_position, faces.reference_face_distance,
-                                self.recognizer.distance)
-        return FrameLoop(self.chain, prepared, self.analyser, self.recognizer, selector,
-                         faces.face_detector_interval, self.reuse_options())
+                                self.recognizer.distance, faces.face_selector_order, self._class_filter())
+        tracking = TrackerOptions(detect_interval=faces.face_detector_interval)
+        if faces.face_tracker_score is not None:
+            tracking = replace(tracking, match_iou=faces.face_tracker_score)
+        return FrameLoop(self.chain, prepared, self.analyser, self.recognizer, selector, tracking,
+                         self.reuse_options())
 
     def reuse_options(self) -> ReuseOptions:
         threshold = self.config.video.reuse_threshold
@@ -161,11 +169,30 @@ class Run:
         return self._reference
 
     def _descriptor_of(self, rgb: np.ndarray, origin: Path) -> np.ndarray:
-        candidates = self.analyser.faces(rgb)
+        """The identity of the reference face of a picture: the face at --reference-face-position, in the
+        selector's order, among the faces its class filter keeps."""
+        faces = self.config.faces
+        candidates = in_order(self.analyser.faces(rgb), faces.face_selector_order, lambda face: face)
+        keep = self._class_filter()
+        if keep is not None:
+            classifier = self.analyser.classifier()
+            candidates = [face for face in candidates if keep.keeps(classifier.classify(rgb, face))]
         if not candidates:
             raise NoTargetFaceError(origin, "no face found to use as the reference face")
-        position = min(self.config.faces.reference_face_position, len(candidates) - 1)
+        position = min(faces.reference_face_position, len(candidates) - 1)
         return self.recognizer.descriptor(rgb, candidates[position])
+
+    def _class_filter(self) -> ClassFilter | None:
+        """What --face-selector-gender, -race and -age-start/-end keep; `auto` takes the first source photo's face's
+        (classified once a run)."""
+        faces = self.config.faces
+        if self._source_classes is None and "auto" in (faces.face_selector_gender, faces.face_selector_race):
+            source = self._source_images()[0]
+            found = self.analyser.faces(source.rgb)
+            if not found:
+                raise NoSourceFaceError(Path(source.label))
+            self._source_classes = self.analyser.classifier().classify(source.rgb, found[0])
+        return ClassFilter.of(faces, self._source_classes)
 
 
 def provenance_label(config: RunConfig) -> ProvenanceLabel | None:
@@ -189,8 +216,9 @@ def run_models(config: RunConfig, spec: ChainSpec, catalog: Catalog) -> tuple[st
     """Every catalog model a run of `config` (with its chain `spec`) loads, each once, in first-use order: what the
     analysis and the processor chain declare."""
     faces = config.faces
+    classifier = (FAIRFACE,) if faces.classified else ()
     return tuple(dict.fromkeys([*FaceAnalyser.models_for(faces.face_detector_model),
-                                *recognizer_models(faces.face_recognizer_model), *spec.models(catalog)]))
+                                *recognizer_models(faces.face_recognizer_model), *classifier, *spec.models(catalog)]))
 
 
 def default_store(config: RunConfig, notify: Notify | None = None) -> Store:
@@ -232,7 +260,9 @@ def build_run(config: RunConfig, target: Path | None = None, report: RunReport |
     chain = spec.build(pool, batcher, plan.face_size, plan.pixel_boost, plan.frame_tile, residency)
     faces = config.faces
     analyser = FaceAnalyser(pool, DetectorOptions(model=faces.face_detector_model, score=faces.face_detector_score,
-                                                  tile_size=faces.face_detector_size))
+                                                  tile_size=faces.face_detector_size, angles=faces.face_detector_angles,
+                                                  margin=faces.face_detector_margin),
+                            presence=faces.face_landmarker_score)
     recognizer = build_recognizer(faces.face_recognizer_model, pool)
     run = Run(config, plan, store, pool, batcher, chain, analyser, recognizer, residency, report,
               provenance_label(config), sources)

@@ -19,10 +19,10 @@ from typing import Protocol
 import cv2
 import numpy as np
 
-from slimfuse.errors import VideoDecodeStoppedError
+from slimfuse.errors import UsageError, VideoDecodeStoppedError
 from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_probe import VideoInfo, probe
-from slimfuse.media.video_reader import FrameSpan, VideoFrame, VideoReader
+from slimfuse.media.video_reader import FrameSpan, VideoFrame, VideoReader, read_frame
 from slimfuse.media.video_writer import VideoWriter
 from slimfuse.pipeline.chain import Target
 from slimfuse.pipeline.frames import FrameLoop, FrameStats
@@ -109,7 +109,8 @@ class VideoSwapJob:
         scale = run.chain.frame_scale  # frames come out of a frame enhancer that keeps its scale this much larger
         written = info if scale == 1 else replace(info, width=info.width * scale, height=info.height * scale)
         start, end = config.video.trim_frame_start, config.video.trim_frame_end
-        frames = run.loop(run.prepare(keep_identity=True))  # the tracker settles crossing faces by identity
+        prepared = run.prepare(keep_identity=True)  # the tracker settles crossing faces by identity
+        frames = run.loop(prepared, *self._reference_frame(info))
         run.mark("sources")
         estimated = info.estimated_frames
         if self.progress.total is None and estimated is not None:
@@ -139,6 +140,19 @@ class VideoSwapJob:
             run.residency.after_run()
         run.mark("write")
         return VideoResult(self.output, info, writer.frames_written, stats, setup_seconds)
+
+    def _reference_frame(self, info: VideoInfo) -> tuple[np.ndarray, Path] | tuple[()]:
+        """The frame --reference-frame-number takes the reference face from, and how an error names it; nothing
+        when the run selects otherwise (a reference photo, another mode, the first frame with faces)."""
+        faces = self.run.config.faces
+        number = faces.reference_frame_number
+        if faces.face_selector_mode != "reference" or faces.reference_face_image is not None or number is None:
+            return ()
+        frames = info.estimated_frames
+        if frames is not None and number >= frames:
+            raise UsageError(detail=f"--reference-frame-number: {self.target} has {frames} frames, so 0 to "
+                                    f"{frames - 1}, got {number}")
+        return read_frame(self.target, number), Path(f"{self.target} frame {number}")
 
     def _after_warmup(self, reader: Iterable[VideoFrame], frames: FrameLoop) -> Iterator[VideoFrame]:
         """A segment's warm-up frames are only analysed, so its tracks and smoothing start where a run through the

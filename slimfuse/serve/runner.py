@@ -21,10 +21,9 @@ from PIL import Image
 
 from slimfuse.api import KeptSwapper, Swapper
 from slimfuse.atomic import write_bytes_atomic
-from slimfuse.errors import SlimfuseError
 from slimfuse.media.formats import IMAGE_SUFFIXES
 from slimfuse.media.image_io import read_image
-from slimfuse.media.video_reader import VideoReader
+from slimfuse.media.video_reader import read_frame
 from slimfuse.serve.planning import CLIENT_OPTIONS
 from slimfuse.serve.store import FACES, PREVIEW
 
@@ -141,19 +140,6 @@ def _stopping(progress: Progress) -> Callable[[int, int | None], None]:
             raise JobCancelled()
 
     return report
-
-
-def read_frame(path: Path, index: int) -> np.ndarray:
-    """Frame `index` of a video, RGB (the last one when the video is shorter)."""
-    last = None
-    with VideoReader(path, start=0) as reader:
-        for number, frame in enumerate(reader):
-            last = frame.rgb
-            if number >= index:
-                break
-    if last is None:
-        raise SlimfuseError(path, "the video holds no frames")
-    return last
 
 
 def _picture(target: Path, frame: int) -> np.ndarray:

@@ -163,3 +163,18 @@ def test_published_hashes_are_for_facefusion_downloads_only() -> None:
     assert len({entry.sha256 for entry in published.values()}) == len(published)
     # insightface's own inswapper_128.onnx is a different file from FaceFusion's: it must not be taken for it.
     assert published["inswapper_128"].sha256 != "e4a3f08c753cb72d04e10aa0f7dbe3deebbf39567d4ead6dce08e98aa49e16af"
+
+
+def test_the_fairface_classifier_follows_facefusions_contract() -> None:
+    """FaceFusion's face_classifier.py: fairface.onnx of models-3.0.0, `input` [1,3,224,224] aligned to
+    arcface_112_v2, ImageNet mean/std; race, gender and age class indices out, in that order."""
+    spec = CATALOG.get("fairface")
+    io = spec.io
+    assert io is not None and spec.kind == "classifier" and spec.sha256 is None and spec.source_sha256 is None
+    assert spec.urls == ("https://github.com/facefusion/facefusion-assets/releases/download/models-3.0.0/fairface.onnx",
+                         "https://huggingface.co/facefusion/models-3.0.0/resolve/main/fairface.onnx")
+    assert [(t.name, t.shape, t.dtype) for t in io.inputs] == [("input", (1, 3, 224, 224), "float32")]
+    assert [t.dtype for t in io.outputs] == ["int64"] * 3 and [t.name for t in io.outputs][0] == "race_id"
+    assert io.template == "arcface_112_v2" and io.crop_size == 224
+    np.testing.assert_allclose(io.mean, IMAGENET[0])
+    np.testing.assert_allclose(io.std, IMAGENET[1])

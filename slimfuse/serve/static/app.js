@@ -120,7 +120,7 @@ function control(option) {
     for (const choice of option.item.choices) {
       const label = document.createElement("label");
       const box = Object.assign(document.createElement("input"), { type: "checkbox", name: option.name, value: choice,
-                                                                   checked: option.default.includes(choice) });
+                                                                   checked: (option.default || []).includes(choice) });
       label.append(box, ` ${choice}`);
       set.append(label);
     }
@@ -181,7 +181,11 @@ function valueOf(option) {
   const form = $("options");
   if (option.type === "boolean") return $(option.name).checked;
   if (option.type === "list" && !option.item.choices) return $(option.name).value.trim().split(/\s+/).map(Number);
-  if (option.type === "list") return [...form.querySelectorAll(`input[name=${option.name}]:checked`)].map((box) => box.value);
+  if (option.type === "list") {  // whole numbers (angles) as numbers; none ticked of a list that has no default: none
+    const ticked = [...form.querySelectorAll(`input[name=${option.name}]:checked`)]
+      .map((box) => option.item.type === "integer" ? Number(box.value) : box.value);
+    return option.default === null && ticked.length === 0 ? null : ticked;
+  }
   const text = $(option.name).value;
   if (text === "") return null;
   return option.type === "integer" || option.type === "number" ? Number(text) : text;
