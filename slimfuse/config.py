@@ -50,7 +50,11 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
     "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
-SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer")
+SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger")
+DEBUGGER_ITEMS: tuple[str, ...] = (
+    "bounding-box", "face-landmark-5", "face-landmark-5/68", "face-landmark-68", "face-landmark-68/5", "face-mask",
+)
+"""FaceFusion's --face-debugger-items (what the face debugger draws besides each face's score, track and reuse)."""
 PROCESSOR_MODELS: Mapping[str, tuple[str, str]] = MappingProxyType({
     "face_enhancer": ("face_enhancer_model", "gfpgan_1.4"), "frame_enhancer": ("frame_enhancer_model", "real_esrgan_x4"),
 })
@@ -198,8 +202,18 @@ class SwapOptions(Section):
     processors: tuple[str, ...] | None = option(
         None, Items(Word(FACEFUSION_PROCESSORS), metavar="PROCESSOR"), "FaceFusion's list of processors, mapped onto "
         "slimfuse's stages: face_swapper (always there), face_enhancer and frame_enhancer run (with their model "
-        "options, else gfpgan_1.4 and real_esrgan_x4), a stage not listed does not", default_text="face_swapper, "
+        "options, else gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face; a stage not "
+        "listed does not run", default_text="face_swapper, "
         "and an enhancer where its model option names one")
+    face_debugger_items: tuple[str, ...] = option(
+        ("face-landmark-5/68", "face-mask"), Items(Word(DEBUGGER_ITEMS), metavar="ITEM"), "what the face debugger "
+        "(--processors ... face_debugger) draws on each face, besides its score, track and whether its result was "
+        "reused: the box, the detector's points (face-landmark-5), the mesh's five points (face-landmark-5/68), its "
+        "68 points (face-landmark-68, face-landmark-68/5), the outline of the paste-back mask (face-mask)")
+
+    @property
+    def debugger(self) -> bool:
+        return self.processors is not None and "face_debugger" in self.processors
 
     def check(self) -> None:
         if self.processors is None:
@@ -210,7 +224,7 @@ class SwapOptions(Section):
                                f"{', '.join(SLIMFUSE_PROCESSORS)}")
         if "face_swapper" not in self.processors:
             raise option_error("processors", "slimfuse always swaps faces: list face_swapper (and face_enhancer, "
-                               "frame_enhancer as wanted)")
+                               "frame_enhancer, face_debugger as wanted)")
 
     @property
     def neural(self) -> bool:

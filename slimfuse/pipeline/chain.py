@@ -1,9 +1,10 @@
-"""The processor chain: the face processors (swapper, then enhancer) and the frame enhancer a run applies to each
-frame, described before anything is loaded (`ChainSpec`: what the memory plan reads) and built on the run's pool
+"""The processor chain: the face processors (swapper, then enhancer), the frame enhancer and the face debugger a run
+applies to each frame, described before anything is loaded (`ChainSpec`: what the memory plan reads) and built on the run's pool
 (`Chain`: what the frame loop calls).
 
 A face processor cuts each selected face out of the frame, processes the crops of a batch of frames at once and
-pastes each result back through the inverse of its crop transform; the frame enhancer then sees the whole frame.
+pastes each result back through the inverse of its crop transform; the frame enhancer then sees the whole frame,
+and the face debugger draws last what the face processors were given and did.
 What live controls change while frames go through is asked of the processors' capabilities (KeepsMouth,
 SizedFaces), never of their classes.
 """
@@ -29,6 +30,7 @@ from slimfuse.pipeline.residency import Residency
 from slimfuse.pipeline.reuse import ReuseCache, Slot
 from slimfuse.processors.base import FaceCrop, FaceProcessor, KeepsMouth, Processed, SizedFaces, SourcePhoto, State
 from slimfuse.processors.blend import paste_back
+from slimfuse.processors.debug import FaceDebugger, FaceMark
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
@@ -36,7 +38,7 @@ from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
 
 TOPOLOGY = "face_mesh_topology"
-Stage = Literal["swapper", "face_enhancer", "frame_enhancer"]
+Stage = Literal["swapper", "face_enhancer", "frame_enhancer", "face_debugger"]
 """A stage's place in the chain: what switches it off and on while frames go through (live mode)."""
 
 
@@ -117,7 +119,8 @@ class ChainSpec:
             except ValueError as exc:
                 raise UsageError(detail=f"--face-enhancer-model {self.enhance.face_enhancer}: {exc}") from exc
         frame = None if self.enhance.frame_enhancer is None else _frame_enhancer(self.enhance, pool, frame_tile)
-        return Chain(pool, stages, frame, residency)
+        debugger = FaceDebugger(self.swap.face_debugger_items) if self.swap.debugger else None
+        return Chain(pool, stages, frame, residency, debugger)
 
 
 class Chain:
@@ -126,10 +129,11 @@ class Chain:
     it is switched on again."""
 
     def __init__(self, pool: ModelPool, stages: Sequence[tuple[Stage, FaceProcessor[Any]]],
-                 frame_enhancer: FrameEnhancer | None, residency: Residency) -> None:
+                 frame_enhancer: FrameEnhancer | None, residency: Residency, debugger: FaceDebugger | None = None) -> None:
         self.pool = pool
         self.stages = tuple(stages)
         self.frame_enhancer = frame_enhancer
+        self.debugger = debugger
         self.residency = residency
         self._off: set[Stage] = set()
 
@@ -154,8 +158,8 @@ class Chain:
                 processor.resize(face_size)
 
     def has(self, stage: Stage) -> bool:
-        return any(name == stage for name, _ in self.stages) or (stage == "frame_enhancer"
-                                                                 and self.frame_enhancer is not None)
+        extra = {"frame_enhancer": self.frame_enhancer, "face_debugger": self.debugger}.get(stage)
+        return any(name == stage for name, _ in self.stages) or extra is not None
 
     def is_on(self, stage: Stage) -> bool:
         return self.has(stage) and stage not in self._off
@@ -204,30 +208,54 @@ class Chain:
         no longer needs) not even once."""
         frames = [rgb for rgb, _ in chunk]
         owned = [overwrite] * len(frames)
+        seen = _Seen()
         for index, step in enumerate(prepared):
             if step.stage in self._off:
                 continue
-            placed: list[tuple[int, FaceCrop, Slot]] = []
+            placed: list[tuple[int, Target, FaceCrop, Slot]] = []
             fresh: list[tuple[FaceCrop, Slot]] = []
             for number, (_, targets) in enumerate(chunk):
                 for target in targets:
                     crop = step.processor.crop(frames[number], target.face)
                     claim = reuse.claim((target.track_id, index), crop)
-                    placed.append((number, crop, claim.slot))
+                    placed.append((number, target, crop, claim.slot))
                     if claim.fresh:
                         fresh.append((crop, claim.slot))
+                        seen.generated.add((number, target.track_id))
             if fresh:
                 for (_, slot), result in zip(fresh, step.process([crop for crop, _ in fresh]), strict=True):
                     slot.result = result
-            for number, crop, slot in placed:
+            for number, target, crop, slot in placed:
                 result = slot.fitted(crop.image.shape[:2])
                 frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame,
                                             in_place=owned[number])
                 owned[number] = True
+                seen.masks.setdefault((number, target.track_id), (result.alpha, crop.crop_from_frame))
             self.residency.after_stage(step.processor.generator_models)
-        if self.frame_enhancer is None or "frame_enhancer" in self._off:
+        if self.frame_enhancer is not None and "frame_enhancer" not in self._off:
+            frames = [self.frame_enhancer.enhance(frame) for frame in frames]
+            owned = [True] * len(frames)
+        if self.debugger is None or "face_debugger" in self._off:
             return frames
-        return [self.frame_enhancer.enhance(frame) for frame in frames]
+        for number, (rgb, targets) in enumerate(chunk):
+            if targets:
+                frame = frames[number] if owned[number] else frames[number].copy()
+                frames[number] = self.debugger.draw(frame, seen.marks(number, targets), frame.shape[0] / rgb.shape[0])
+        return frames
+
+
+class _Seen:
+    """What the face stages did to each face of a chunk, keyed by (frame number, track id), for the debugger: whether
+    any stage generated its result (rather than reusing one), and the mask the first stage pasted it with."""
+
+    def __init__(self) -> None:
+        self.generated: set[tuple[int, int]] = set()
+        self.masks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def marks(self, number: int, targets: Sequence[Target]) -> list[FaceMark]:
+        return [FaceMark(target.track_id, target.face, reused=(number, target.track_id) not in self.generated
+                         and (number, target.track_id) in self.masks, mask=self.masks.get((number, target.track_id)))
+                for target in targets]
 
 
 def _masker(masks: MaskOptions, pool: ModelPool, topology: MeshTopology) -> FaceMasker:
