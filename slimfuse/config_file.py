@@ -45,7 +45,8 @@ FACEFUSION_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType({
                              "output_video_scale output_video_fps"),
     "workflow": _keys("workflow_mode workflow_strategy"),
     "processors": _keys("processors face_enhancer_model face_enhancer_blend face_enhancer_weight face_swapper_model "
-                        "face_swapper_pixel_boost face_swapper_weight frame_enhancer_model frame_enhancer_blend"),
+                        "face_swapper_pixel_boost face_swapper_weight frame_enhancer_model frame_enhancer_blend "
+                        "face_debugger_items"),
     "execution": _keys("execution_device_ids execution_providers execution_thread_count"),
     "memory": _keys("video_memory_strategy"),
     "misc": _keys("log_level halt_on_error"),

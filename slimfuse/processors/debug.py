@@ -26,6 +26,7 @@ MASK: Colour = (0, 255, 0)
 GENERATED: Colour = (0, 255, 0)
 REUSED: Colour = (255, 165, 0)
 TEXT: Colour = (255, 255, 255)
+FIELD: Colour = (0, 0, 0)
 MASK_LEVEL = 100
 """The mask's outline is where it crosses this grey level of 255 (FaceFusion's threshold)."""
 
@@ -103,5 +104,9 @@ class FaceDebugger:
             y = min(int(box[3]) + 2 * width, frame.shape[0] - side)
         cv2.rectangle(frame, (x, y), (x + side - 1, y + side - 1), REUSED if mark.reused else GENERATED, -1)
         text = f"#{mark.track_id} {mark.face.score:.2f}"
-        cv2.putText(frame, text, (x + side + 2 * width, y + side - 1), cv2.FONT_HERSHEY_SIMPLEX, 0.2 * width, TEXT,
-                    max(1, width // 2), cv2.LINE_AA)
+        font, size, thickness = cv2.FONT_HERSHEY_SIMPLEX, 0.2 * width, max(1, width // 2)
+        (text_width, _), _ = cv2.getTextSize(text, font, size, thickness)
+        left = x + side + width
+        # on a dark field, so the text reads on any face, hair or background
+        cv2.rectangle(frame, (left, y), (left + text_width + 2 * width, y + side - 1), FIELD, -1)
+        cv2.putText(frame, text, (left + width, y + side - 1 - width), font, size, TEXT, thickness, cv2.LINE_AA)

@@ -207,8 +207,8 @@ def test_processors_map_onto_the_stages(tmp_path: Path, models_dir: Path, astron
                          "face_enhancer" in err
     code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", "lip_syncer")
     assert code == 2 and err.strip().splitlines() == [
-        "slimfuse: --processors: lip_syncer: not in slimfuse, which has face_swapper, face_enhancer, frame_enhancer; "
-        "see slimfuse swap --help"]
+        "slimfuse: --processors: lip_syncer: not in slimfuse, which has face_swapper, face_enhancer, frame_enhancer, "
+        "face_debugger; see slimfuse swap --help"]
     code, _, err = _swap(capsys, *argv, "--processors", "face_enhancer")
     assert code == 2 and "slimfuse always swaps faces: list face_swapper" in err
     code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", "face_editor")
