@@ -3,8 +3,9 @@
 `Controls` is what the terminal's keys (live/keys.py) and the page's controls (serve/live_worker.py) set, each from
 its own thread; `LiveLoop` reads it before each frame and applies what changed: swap on/off, the selector mode,
 the source face (another person's processor state, prepared once on the run's pool and kept), the target's mouth
-kept or swapped, the face enhancer on/off. Each change is said in one line; one that the run cannot make is said
-in one warning line, and its control goes back to what the run does.
+kept or swapped, the face enhancer on/off, the face debugger's drawing on/off (the terminal's key only). Each change
+is said in one line; one that the run cannot make is said in one warning line, and its control goes back to what the
+run does.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class Controls:
     """How many source faces there are (the LiveLoop keeps it up to date)."""
     keep_mouth: bool | None = None
     enhancer: bool = True
+    debugger: bool = True
     stop: threading.Event = field(default_factory=threading.Event)
 
     def toggle_swap(self) -> None:
@@ -49,6 +51,9 @@ class Controls:
 
     def toggle_enhancer(self) -> None:
         self.enhancer = not self.enhancer
+
+    def toggle_debugger(self) -> None:
+        self.debugger = not self.debugger
 
     def toggle_selector_mode(self) -> None:
         self.selector_mode = "one" if self.selector_mode == "many" else "many"
@@ -81,10 +86,13 @@ class LiveLoop:
         self._mode: SelectorMode = self.frames.selector.mode
         self._keep_mouth = run.config.swap.keep_mouth
         self._enhancer = True
+        self._debugger = True
         if run.chain.can_keep_mouth:  # as configured, whatever a loop on this run before left
             run.chain.keep_mouth(self._keep_mouth)
         if run.chain.has("face_enhancer"):
             run.chain.switch("face_enhancer", True)
+        if run.chain.has("face_debugger"):
+            run.chain.switch("face_debugger", True)
         controls.faces = len(self._faces)
         if controls.selector_mode is None:
             controls.selector_mode = self._mode
@@ -128,6 +136,8 @@ class LiveLoop:
             self._switch_mouth(controls.keep_mouth)
         if controls.enhancer != self._enhancer:
             self._switch_enhancer(controls.enhancer)
+        if controls.debugger != self._debugger:
+            self._switch_debugger(controls.debugger)
 
     def _switch_face(self, index: int) -> None:
         self._asked = index
@@ -168,6 +178,17 @@ class LiveLoop:
         self._enhancer = on
         self.frames.forget_generated()
         LOG.info(f"face enhancer {'on' if on else 'off'}")
+
+    def _switch_debugger(self, on: bool) -> None:
+        chain = self.run.chain
+        if not chain.has("face_debugger"):
+            LOG.warning("there is no face debugger to switch on or off: start with --processors face_swapper "
+                        "face_debugger")
+            self.controls.debugger = self._debugger
+            return
+        chain.switch("face_debugger", on)  # it draws over the faces, so what was generated stays usable
+        self._debugger = on
+        LOG.info(f"face debugger {'on' if on else 'off'}")
 
     def _label(self, index: int) -> str:
         if index == 0:

@@ -14,7 +14,7 @@ from types import MappingProxyType, TracebackType
 from slimfuse.live.controls import Controls
 
 HELP = ("keys: s swap on/off, f next source face, m keep the target's mouth on/off, e face enhancer on/off, "
-        "v selector one/many, q quit")
+        "d face debugger on/off, v selector one/many, q quit")
 
 
 KEYS: Mapping[str, Callable[[Controls], None]] = MappingProxyType({
@@ -22,6 +22,7 @@ KEYS: Mapping[str, Callable[[Controls], None]] = MappingProxyType({
     "f": Controls.next_face,
     "m": Controls.toggle_mouth,
     "e": Controls.toggle_enhancer,
+    "d": Controls.toggle_debugger,
     "v": Controls.toggle_selector_mode,
     "q": lambda controls: controls.stop.set(),
 })

@@ -25,6 +25,7 @@ from slimfuse.live.controls import Controls, LiveLoop
 from slimfuse.live.keys import HELP, KEYS, apply_key
 from slimfuse.models.pool import ModelPool
 from slimfuse.pipeline.run import Run, SourceImage, build_run
+from slimfuse.processors.debug import BOX
 
 
 
@@ -172,6 +173,33 @@ def test_the_face_enhancer_runs_only_while_it_is_on(models_dir: Path, run_of, as
     apply_key("e", controls)
     back = off_by()
     assert skipped < 1.0 < 30 < min(enhanced, back), (enhanced, skipped, back)
+
+
+def test_the_face_debugger_draws_only_while_it_is_on(run_of, astronaut_path: Path,  # type: ignore[no-untyped-def]
+                                                    grace_hopper: np.ndarray, said: Said) -> None:
+    run = run_of([astronaut_path], processors=("face_swapper", "face_debugger"),
+                 face_debugger_items=("bounding-box",))
+    controls = Controls()
+    loop, reference = LiveLoop(run, controls), LiveLoop(run_of([astronaut_path]), Controls())
+    face = run.faces(grace_hopper)[0]
+    box, perimeter = np.array(BOX), 2 * (face.box[2] - face.box[0] + face.box[3] - face.box[1])
+
+    def edge_drawn(at: float) -> bool:
+        """Whether a box's worth of pixels has the box's colour, which the plain swap has none of."""
+        out, plain = loop.process(grace_hopper, at), reference.process(grace_hopper, at)
+        assert not np.all(plain == box, axis=2).any()
+        return bool(np.all(out == box, axis=2).sum() > 0.9 * perimeter)
+
+    assert edge_drawn(0.0)
+    apply_key("d", controls)
+    assert not edge_drawn(1 / 15) and not run.chain.is_on("face_debugger")
+    apply_key("d", controls)
+    assert edge_drawn(2 / 15)
+    assert said.lines == [(logging.INFO, "face debugger off"), (logging.INFO, "face debugger on")]
+    without = LiveLoop(run_of([astronaut_path]), Controls(debugger=False))
+    assert without.controls.debugger is True  # the control says what the run does
+    assert said.lines[-1] == (logging.WARNING, "there is no face debugger to switch on or off: start with --processors "
+                                               "face_swapper face_debugger")
 
 
 def test_what_a_run_cannot_change_is_said_in_one_line(models_dir: Path, run_of, astronaut_path: Path,  # type: ignore[no-untyped-def]
