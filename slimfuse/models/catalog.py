@@ -91,6 +91,21 @@ EMBEDDED_MODELS: tuple[ModelSpec, ...] = (
         gate=gate(LANDMARK_ERROR, 0.25),  # at 64 px
     ),
     ModelSpec(
+        name="selfie_segmentation",
+        kind="segmenter",
+        licence=_MP_LICENCE,
+        filename="selfie_segmentation.onnx",
+        sha256="cf8c793a5435117dd0acd5edce61320c11e09dc88f22638805db4694ba1b3712",
+        size=450_085,
+        description="MediaPipe selfie segmentation: person vs background from a 256 px frame (the offline "
+                    "background remover)",
+        source_name="selfie_segmentation.tflite",
+        source_sha256="9ee168ec7c8f2a16c56fe8e1cfbc514974cbbb7e434051b455635f1bd1462f5c",
+        archive=MEDIAPIPE_WHEEL,
+        member="mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite",
+        conversion=Conversion.TFLITE_TO_ONNX,
+    ),
+    ModelSpec(
         name="face_mesh_topology",
         kind="topology",
         licence=_MP_LICENCE,

@@ -90,6 +90,7 @@ class _Op:
     outputs: tuple[int, ...]
     options: flatbuffers.table.Table | None
     options_type: int
+    custom_options: bytes = b""
 
     @property
     def label(self) -> str:
@@ -429,17 +430,60 @@ def _convert_depthwise_conv_2d(g: _Graph, op: _Op) -> None:
     _conv_node(g, op, opts, name, weight.shape[1:3], weight.shape[3], in_channels)
 
 
-def _convert_max_pool_2d(g: _Graph, op: _Op) -> None:
+def _pool(g: _Graph, op: _Op, op_type: str) -> None:
     _check_arity(op, (1,))
     x, out = op.inputs[0], op.outputs[0]
     _require_float_activation(g, x, op, rank=4)
     opts = _require_options(op, tflite.Pool2DOptions, BuiltinOptions.Pool2DOptions)
     kernel = (opts.FilterHeight(), opts.FilterWidth())
     strides = (opts.StrideH(), opts.StrideW())
-    # ONNX MaxPool, like tflite, ignores padded cells (they act as -inf), so SAME padding carries over.
+    # ONNX MaxPool and AveragePool (count_include_pad 0), like tflite, leave padded cells out, so SAME carries over.
     pads = _spatial_pads(op, opts.Padding(), g.shape(x)[1:3], g.shape(out)[1:3], kernel, strides, (1, 1))
-    _emit(g, op, "MaxPool", [g.value(x, NCHW, op)], NCHW, opts.FusedActivationFunction(),
+    _emit(g, op, op_type, [g.value(x, NCHW, op)], NCHW, opts.FusedActivationFunction(),
           kernel_shape=list(kernel), strides=list(strides), pads=pads)
+
+
+def _convert_max_pool_2d(g: _Graph, op: _Op) -> None:
+    _pool(g, op, "MaxPool")
+
+
+def _convert_average_pool_2d(g: _Graph, op: _Op) -> None:
+    _pool(g, op, "AveragePool")
+
+
+def _convert_mean(g: _Graph, op: _Op) -> None:
+    """MEAN over spatial axes of a 4-D activation, dimensions kept (a global average pool)."""
+    _check_arity(op, (2,))
+    x = op.inputs[0]
+    _require_float_activation(g, x, op, rank=4)
+    opts = _options(op, tflite.ReducerOptions, BuiltinOptions.ReducerOptions)
+    axes = sorted({int(a) % 4 for a in np.ravel(g.const(op.inputs[1], op))})
+    if opts is None or not opts.KeepDims() or 3 in axes or 0 in axes:
+        raise UnsupportedTfliteError(f"{op.label}: only a spatial MEAN keeping its dimensions is supported")
+    _emit(g, op, "ReduceMean", [g.value(x, NCHW, op)], NCHW, Act.NONE,
+          axes=[_NCHW_AXIS_OF_NHWC[a] for a in axes], keepdims=1)
+
+
+def _convert_transpose_conv_bias(g: _Graph, op: _Op) -> None:
+    """MediaPipe's custom Convolution2DTransposeBias: a transposed convolution with a bias. Weights are
+    [O, kh, kw, I]; the custom options are three int32: padding (tflite's enum), stride width, stride height."""
+    _check_arity(op, (3,))
+    x, out = op.inputs[0], op.outputs[0]
+    _require_float_activation(g, x, op, rank=4)
+    if len(op.custom_options) != 12:
+        raise UnsupportedTfliteError(f"{op.label}: expected 12 bytes of options, got {len(op.custom_options)}")
+    padding, stride_w, stride_h = (int(v) for v in np.frombuffer(op.custom_options, dtype="<i4"))
+    weight = _float_weight(g, op)
+    out_channels, kernel = weight.shape[0], weight.shape[1:3]
+    in_hw, out_hw = g.shape(x)[1:3], g.shape(out)[1:3]
+    # Forward-conv geometry from the output's side: SAME gives in = ceil(out / stride).
+    pads = _spatial_pads(op, padding, out_hw, in_hw, kernel, (stride_h, stride_w), (1, 1))
+    if g.shape(out)[3] != out_channels or weight.shape[3] != g.shape(x)[3]:
+        raise UnsupportedTfliteError(f"{op.label}: weights {weight.shape} do not fit {g.shape(x)} -> {g.shape(out)}")
+    name = g.cached_initializer(op.inputs[1], "iohw", lambda: weight.transpose(3, 0, 1, 2))
+    inputs = [g.value(x, NCHW, op), name, *_conv_bias(g, op, out_channels)]
+    _emit(g, op, "ConvTranspose", inputs, NCHW, Act.NONE, kernel_shape=list(kernel), strides=[stride_h, stride_w],
+          pads=pads, output_shape=list(out_hw))
 
 
 # --- elementwise ------------------------------------------------------------------------------------
@@ -472,6 +516,22 @@ def _convert_add(g: _Graph, op: _Op) -> None:
     opts = _options(op, tflite.AddOptions, BuiltinOptions.AddOptions)
     names, layout = _elementwise_inputs(g, op)
     _emit(g, op, "Add", names, layout, opts.FusedActivationFunction() if opts else Act.NONE)
+
+
+def _convert_mul(g: _Graph, op: _Op) -> None:
+    _check_arity(op, (2,))
+    opts = _options(op, tflite.MulOptions, BuiltinOptions.MulOptions)
+    names, layout = _elementwise_inputs(g, op)
+    _emit(g, op, "Mul", names, layout, opts.FusedActivationFunction() if opts else Act.NONE)
+
+
+def _unary(op_type: str) -> Callable[[_Graph, _Op], None]:
+    def convert(g: _Graph, op: _Op) -> None:
+        _check_arity(op, (1,))
+        names, layout = _elementwise_inputs(g, op)
+        _emit(g, op, op_type, names, layout, Act.NONE)
+
+    return convert
 
 
 def _convert_relu(g: _Graph, op: _Op) -> None:
@@ -680,18 +740,27 @@ _Converter = Callable[[_Graph, _Op], None]
 
 _CONVERTERS: Mapping[int, _Converter] = MappingProxyType({
     BuiltinOp.ADD: _convert_add,
+    BuiltinOp.AVERAGE_POOL_2D: _convert_average_pool_2d,
     BuiltinOp.CONCATENATION: _convert_concatenation,
     BuiltinOp.CONV_2D: _convert_conv_2d,
     BuiltinOp.DENSIFY: _convert_densify,
     BuiltinOp.DEPTHWISE_CONV_2D: _convert_depthwise_conv_2d,
     BuiltinOp.DEPTH_TO_SPACE: _convert_depth_to_space,
     BuiltinOp.DEQUANTIZE: _convert_dequantize,
+    BuiltinOp.HARD_SWISH: _unary("HardSwish"),  # x * relu6(x + 3) / 6: ONNX's alpha 1/6, beta 1/2
+    BuiltinOp.LOGISTIC: _unary("Sigmoid"),
     BuiltinOp.MAX_POOL_2D: _convert_max_pool_2d,
+    BuiltinOp.MEAN: _convert_mean,
+    BuiltinOp.MUL: _convert_mul,
     BuiltinOp.PAD: _convert_pad,
     BuiltinOp.PRELU: _convert_prelu,
     BuiltinOp.RELU: _convert_relu,
     BuiltinOp.RESHAPE: _convert_reshape,
     BuiltinOp.RESIZE_BILINEAR: _convert_resize_bilinear,
+})
+
+_CUSTOM_CONVERTERS: Mapping[str, _Converter] = MappingProxyType({
+    "Convolution2DTransposeBias": _convert_transpose_conv_bias,
 })
 
 
@@ -713,6 +782,7 @@ def _read_op(model: tflite.Model, sg: tflite.SubGraph, index: int) -> _Op:
         inputs=tuple(int(i) for i in _int_vector(raw.InputsAsNumpy())),
         outputs=tuple(int(i) for i in _int_vector(raw.OutputsAsNumpy())),
         options=raw.BuiltinOptions(), options_type=int(raw.BuiltinOptionsType()),
+        custom_options=_int_vector(raw.CustomOptionsAsNumpy()).astype(np.uint8).tobytes(),
     )
 
 
@@ -764,7 +834,8 @@ def tflite_to_onnx(data: bytes, *, graph_name: str = "model") -> onnx.ModelProto
     inputs = [_graph_input(g, int(i)) for i in _int_vector(sg.InputsAsNumpy())]
     for index in range(sg.OperatorsLength()):
         op = _read_op(model, sg, index)
-        converter = _CONVERTERS.get(op.code) if op.code != BuiltinOp.CUSTOM else None
+        converter = (_CONVERTERS.get(op.code) if op.code != BuiltinOp.CUSTOM
+                     else _CUSTOM_CONVERTERS.get(op.name.removeprefix("CUSTOM:")))
         if converter is None:
             raise UnsupportedTfliteError(f"{op.label}: op {op.name} is not supported")
         converter(g, op)

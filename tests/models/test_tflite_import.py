@@ -237,6 +237,8 @@ class OpSpec:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     options: tuple[str, int, dict[str, Any]] | None = None
+    custom: tuple[str, bytes] | None = None
+    """A custom op: its name and its raw options (`code` is then Op.CUSTOM)."""
 
 
 def _table(b: flatbuffers.Builder, table: str, **fields: int) -> int:
@@ -286,15 +288,19 @@ def _flatbuffer(tensors: list[TensorSpec], ops: list[OpSpec], inputs: list[int],
         if t.sparsity is not None:
             fields["Sparsity"] = _sparsity(b, t.sparsity)
         tensor_offsets.append(_table(b, "Tensor", Type=t.type, Buffer=buffer_index, **fields))
-    codes = sorted({op.code for op in ops})
+    codes = sorted({(op.code, op.custom[0] if op.custom else "") for op in ops})
     op_offsets = []
     for op in ops:
-        fields = {"OpcodeIndex": codes.index(op.code), "Inputs": _int32s(b, op.inputs), "Outputs": _int32s(b, op.outputs)}
+        key = (op.code, op.custom[0] if op.custom else "")
+        fields = {"OpcodeIndex": codes.index(key), "Inputs": _int32s(b, op.inputs), "Outputs": _int32s(b, op.outputs)}
         if op.options is not None:
             table, union_type, values = op.options
             fields.update(BuiltinOptions=_table(b, table, **values), BuiltinOptionsType=union_type)
+        if op.custom is not None:
+            fields["CustomOptions"] = b.CreateNumpyVector(np.frombuffer(op.custom[1], dtype=np.uint8))
         op_offsets.append(_table(b, "Operator", **fields))
-    code_offsets = [_table(b, "OperatorCode", DeprecatedBuiltinCode=min(c, 127), BuiltinCode=c, Version=1) for c in codes]
+    code_offsets = [_table(b, "OperatorCode", DeprecatedBuiltinCode=min(c, 127), BuiltinCode=c, Version=1,
+                           **({"CustomCode": b.CreateString(name)} if name else {})) for c, name in codes]
     subgraph = _table(b, "SubGraph", Tensors=_offsets(b, tensor_offsets), Inputs=_int32s(b, inputs),
                       Outputs=_int32s(b, outputs), Operators=_offsets(b, op_offsets), Name=b.CreateString("main"))
     model = _table(b, "Model", Version=3, OperatorCodes=_offsets(b, code_offsets), Subgraphs=_offsets(b, [subgraph]),
@@ -373,6 +379,42 @@ def test_prelu_and_constant_add_broadcast_in_nchw() -> None:
     ]
     ops = [OpSpec(Op.CONV_2D, (0, 1, 2), (3,), conv), OpSpec(Op.PRELU, (3, 4), (5,)), OpSpec(Op.ADD, (5, 6), (7,))]
     _assert_parity(_flatbuffer(tensors, ops, [0], [7]), rng.standard_normal((1, 4, 5, 2)).astype(np.float32))
+
+
+def test_squeeze_excite_block_with_hard_swish() -> None:
+    """The selfie segmenter's blocks: HARD_SWISH, a global AVERAGE_POOL_2D (and MEAN, the landscape model's form),
+    LOGISTIC and a broadcasting MUL with a fused RELU."""
+    rng = np.random.default_rng(5)
+    pool = ("Pool2DOptions", BuiltinOptions.Pool2DOptions,
+            {"Padding": 1, "StrideW": 1, "StrideH": 1, "FilterWidth": 5, "FilterHeight": 4})
+    keep = ("ReducerOptions", BuiltinOptions.ReducerOptions, {"KeepDims": True})
+    mul = ("MulOptions", BuiltinOptions.MulOptions, {"FusedActivationFunction": 1})
+    add = ("AddOptions", BuiltinOptions.AddOptions, {})
+    axes = TensorSpec("axes", (2,), np.array([1, 2], np.int32), TensorType.INT32)
+    tensors = [TensorSpec("x", (1, 4, 5, 3)), TensorSpec("swish", (1, 4, 5, 3)), TensorSpec("pooled", (1, 1, 1, 3)),
+               axes, TensorSpec("mean", (1, 1, 1, 3)), TensorSpec("both", (1, 1, 1, 3)), TensorSpec("gate", (1, 1, 1, 3)),
+               TensorSpec("y", (1, 4, 5, 3))]
+    ops = [OpSpec(Op.HARD_SWISH, (0,), (1,)), OpSpec(Op.AVERAGE_POOL_2D, (1,), (2,), pool),
+           OpSpec(Op.MEAN, (1, 3), (4,), keep), OpSpec(Op.ADD, (2, 4), (5,), add), OpSpec(Op.LOGISTIC, (5,), (6,)),
+           OpSpec(Op.MUL, (1, 6), (7,), mul)]
+    _assert_parity(_flatbuffer(tensors, ops, [0], [7]), 4 * rng.standard_normal((1, 4, 5, 3)).astype(np.float32))
+
+
+def test_transpose_convolution_with_bias() -> None:
+    """MediaPipe's Convolution2DTransposeBias (no tflite runtime has it): every input pixel spreads its kernel,
+    weighted per channel, over its stride x stride block of the output, plus the bias."""
+    rng = np.random.default_rng(6)
+    weight, bias = _weights(rng, 2, 2, 2, 3), _weights(rng, 2)  # [O, kh, kw, I]
+    options = np.array([1, 2, 2], "<i4").tobytes()  # SAME, stride width 2, stride height 2
+    tensors = [TensorSpec("x", (1, 3, 4, 3)), TensorSpec("w", (2, 2, 2, 3), weight), TensorSpec("b", (2,), bias),
+               TensorSpec("y", (1, 6, 8, 2))]
+    ops = [OpSpec(Op.CUSTOM, (0, 1, 2), (3,), custom=("Convolution2DTransposeBias", options))]
+    x = rng.standard_normal((1, 3, 4, 3)).astype(np.float32)
+    session = ort.InferenceSession(tflite_to_onnx(_flatbuffer(tensors, ops, [0], [3])).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    got = _onnx_run(session, x)["y"]
+    expected = np.einsum("nhwi,okli->nhkwlo", x, weight).reshape(1, 6, 8, 2) + bias
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_block_sparse_densify_and_depth_to_space() -> None:
