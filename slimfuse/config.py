@@ -25,7 +25,7 @@ from slimfuse.config_file import read_config_file
 from slimfuse.errors import UsageError
 from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
-from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
+from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, SELFIE_SEGMENTATION, split_variants
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
@@ -264,6 +264,48 @@ class EnhanceOptions(Section):
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
 
 
+Color = tuple[int, int, int, int]
+"""Red, green, blue and alpha, 0-255 each (FaceFusion's fill and despill colours)."""
+
+
+def color_from(values: Sequence[int]) -> Color:
+    """1 to 4 values 0-255 as FaceFusion reads them (as padding_from, opaque unless a fourth gives the alpha):
+    grey; red-blue and green; red green blue; red green blue alpha."""
+    v = list(values)
+    return (v[0], v[0], v[0], 255) if len(v) == 1 else (v[0], v[1], v[0], 255) if len(v) == 2 \
+        else (v[0], v[1], v[2], 255) if len(v) == 3 else (v[0], v[1], v[2], v[3])
+
+
+@dataclass(frozen=True)
+class BackgroundOptions(Section):
+    """The background remover (--processors ... background_remover): what replaces the background."""
+
+    title: ClassVar[str] = "background remover"
+
+    background_remover_model: str = _model(
+        "background_remover_model", SELFIE_SEGMENTATION, "the model that tells the person from the background "
+        "(selfie_segmentation: embedded, offline; the others are FaceFusion's, placed by the user)")
+    background_remover_fill_color: Color = option(
+        (0, 0, 0, 0), Items(Whole(0, 255), most=4, metavar="0-255"), "the colour laid over the background: red "
+        "green blue alpha (alpha 255: a solid colour; 0 and no blur: a transparent background, PNG or WebM only)")
+    background_remover_blur: int = option(
+        0, Whole(0, 200, metavar="PX"), "blur the background by this many pixels (Gaussian sigma) instead of "
+        "making it transparent; the fill colour goes over it at its alpha")
+    background_remover_despill_color: Color = option(
+        (0, 0, 0, 0), Items(Whole(0, 255), most=4, metavar="0-255"), "take this colour's spill (a green screen's "
+        "cast) off the person: red green blue strength")
+
+    def check(self) -> None:
+        object.__setattr__(self, "background_remover_fill_color", color_from(self.background_remover_fill_color))
+        object.__setattr__(self, "background_remover_despill_color",
+                           color_from(self.background_remover_despill_color))
+
+    @property
+    def transparent(self) -> bool:
+        """The background comes out transparent (an alpha channel): no blur and a fill colour of alpha 0."""
+        return self.background_remover_blur == 0 and self.background_remover_fill_color[3] == 0
+
+
 def padding_from(values: Sequence[int]) -> Padding:
     """1 to 4 values as in CSS (and FaceFusion): all sides; vertical horizontal; top horizontal bottom; or
     top right bottom left."""
@@ -484,8 +526,8 @@ class ProgramOptions(Section):
 
 SECTIONS: Mapping[str, type[Section]] = {
     "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskOptions,
-    "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
-    "output": OutputOptions, "program": ProgramOptions,
+    "background": BackgroundOptions, "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions,
+    "memory": MemoryOptions, "output": OutputOptions, "program": ProgramOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
     alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
@@ -512,6 +554,7 @@ class RunConfig:
     swap: SwapOptions = SwapOptions()
     enhance: EnhanceOptions = EnhanceOptions()
     masks: MaskOptions = MaskOptions()
+    background: BackgroundOptions = BackgroundOptions()
     runtime: RuntimeOptions = RuntimeOptions()
     video: VideoOptions = VideoOptions()
     encode: EncodeOptions = EncodeOptions()

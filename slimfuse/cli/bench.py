@@ -42,6 +42,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     startup.add_argument("--runs", type=_positive_int, default=10, help="runs of each case, in turn")
     _add_json(startup)
     add_common_options(startup)
+    background = kinds.add_parser("background", help="the embedded background remover: mask IoU against "
+                                  "hand-checked masks of the portraits and the development photos, frames/s on 720p")
+    background.add_argument("--frames", type=_positive_int, default=100, help="length of the 720p clip")
+    background.add_argument("--crops", type=Path, default=None, metavar="DIR",
+                            help="also write each photo's cut-out and its errors against the hand-checked mask")
+    _add_json(background)
+    add_common_options(background)
     _add_memory_parser(kinds)
     _add_serve_parser(kinds)
     _add_batch_parser(kinds)
@@ -188,6 +195,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.kind == "optimize":
         return _run_optimize(args)
+    if args.kind == "background":
+        from slimfuse.bench import background
+        from slimfuse.cli.common import make_store
+
+        background.run(frames=args.frames, json_path=args.json, crops=args.crops, store=make_store(args),
+                       notify=lambda message: print(message, file=sys.stderr))
+        return 0
     if args.kind == "quality" and args.real_photos:
         from slimfuse.bench import real_photos
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from slimfuse.atomic import check_destination
 from slimfuse.errors import OutputIsInputError, OutputUnwritableError, UnsupportedTypeError, UsageError
-from slimfuse.media.formats import CONTAINERS, IMAGE_SUFFIXES
+from slimfuse.media.formats import ALPHA_SUFFIXES, CONTAINERS, IMAGE_SUFFIXES
 
 
 def is_video(path: Path) -> bool:
@@ -24,12 +24,17 @@ def image_format(path: Path) -> str:
     return fmt
 
 
-def check_output(output: Path, target: Path | None, inputs: Sequence[Path] = ()) -> None:
+def check_output(output: Path, target: Path | None, inputs: Sequence[Path] = (), alpha: bool = False) -> None:
     """Every condition on the output that can be checked before any work: it is not a folder, its type matches the
-    target's (None: an image in memory), its folder exists and is writable, its name fits the file system, and it
-    is none of the inputs (the target, and `inputs`: the sources, a reference photo; also through a link)."""
+    target's (None: an image in memory) and holds an alpha channel when the run gives one (`alpha`: a transparent
+    background), its folder exists and is writable, its name fits the file system, and it is none of the inputs
+    (the target, and `inputs`: the sources, a reference photo; also through a link)."""
     if output.is_dir():
         raise OutputUnwritableError(output, "the output is a folder; give a file name")
+    if alpha and output.suffix.lower() not in ALPHA_SUFFIXES:
+        raise UsageError(output, f"a transparent background needs an output with alpha ({', '.join(ALPHA_SUFFIXES)}"
+                                 "); for an opaque one give --background-remover-fill-color R G B or "
+                                 "--background-remover-blur PX")
     if target is not None and is_video(target):
         if not is_video(output):
             raise UsageError(output, f"a video target needs a video output ({', '.join(CONTAINERS)})")

@@ -14,6 +14,8 @@ PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "sl
 # Container (FFmpeg muxer name) by file extension, for both input and output.
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".webm": "webm", ".avi": "avi"}
 IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP"}
+ALPHA_SUFFIXES: tuple[str, ...] = (".png", ".webp", ".webm")
+"""The outputs that hold an alpha channel (a transparent background): PNG and WebP images, VP9 video in WebM."""
 """Image files by extension, and their PIL format."""
 FRAME_FORMATS = ("jpg", "png", "bmp")
 """The image formats disk mode (--temp-frame-format) writes its frames in."""
@@ -31,6 +33,7 @@ class EncodeSettings:
     audio_encoder, audio_quality: re-encode the audio with this encoder, at this quality 0-100 (None: the input's
       audio is copied where the container can hold it, else re-encoded to the container's usual codec).
     audio_volume: the audio's volume in percent (below 100 it is re-encoded).
+    alpha: frames come RGBA and keep their alpha: VP9 yuva420p in WebM (a transparent background).
     """
 
     encoder: str | None = None
@@ -43,6 +46,7 @@ class EncodeSettings:
     audio_encoder: str | None = None
     audio_quality: int | None = None
     audio_volume: int = 100
+    alpha: bool = False
 
     @property
     def audio_reencoded(self) -> bool:

@@ -101,7 +101,10 @@ def _to_loaded(path: Path, image: Image.Image, icc: bytes | None) -> LoadedImage
 
 
 def compose_output(loaded: LoadedImage, rgb: np.ndarray) -> Image.Image:
-    """Turn processed 8-bit RGB back into an image shaped like the input (grey, alpha, 16-bit)."""
+    """Turn processed 8-bit RGB back into an image shaped like the input (grey, alpha, 16-bit). Processed RGBA (a
+    transparent background) keeps its alpha, within the input's own (the lower of the two at each pixel)."""
+    if rgb.shape[2] == 4:
+        return _with_alpha(loaded, rgb)
     if loaded.high is not None:
         # Unchanged pixels keep their 16-bit values; changed ones are widened from 8 bits.
         changed = np.any(rgb != loaded.rgb, axis=2, keepdims=True)
@@ -115,6 +118,16 @@ def compose_output(loaded: LoadedImage, rgb: np.ndarray) -> Image.Image:
         image = image.convert("LA" if loaded.grey else "RGBA")
         image.putalpha(Image.fromarray(loaded.alpha.astype(np.uint8)))
     return image
+
+
+def _with_alpha(loaded: LoadedImage, rgba: np.ndarray) -> Image.Image:
+    alpha = rgba[..., 3]
+    if loaded.alpha is not None and loaded.alpha.shape == alpha.shape:
+        own = loaded.alpha if loaded.alpha.dtype == np.uint8 else (loaded.alpha >> 8).astype(np.uint8)
+        alpha = np.minimum(alpha, own)
+    if loaded.grey:
+        return Image.fromarray(np.dstack([rgba[..., 0], alpha]), "LA")
+    return Image.fromarray(np.ascontiguousarray(np.dstack([rgba[..., :3], alpha])), "RGBA")
 
 
 def write_image_atomic(image: Image.Image, path: Path, icc_profile: bytes | None = None, *, quality: int = 95,

@@ -16,7 +16,7 @@ from av.container import InputContainer, OutputContainer
 from av.video.stream import VideoStream
 
 from slimfuse.atomic import AtomicFile, check_destination, remove_stale, write_error
-from slimfuse.errors import NoFramesError, OutputIsInputError
+from slimfuse.errors import NoFramesError, OutputIsInputError, UnsupportedTypeError
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.frame_queue import DEFAULT_QUEUE, END, POLL_S, drain
 from slimfuse.media.provenance import ProvenanceLabel
@@ -64,6 +64,8 @@ class VideoWriter:
         self._fmt = container_for(self.path)
         self._check_output()
         self.encoder = choose_encoder(self.path, settings.encoder)
+        if settings.alpha and self._fmt != "webm":
+            raise UnsupportedTypeError(self.path, "only a .webm video keeps an alpha channel here")
         check_encoder(self.encoder)
         check_audio_encoder(self.path, self._fmt, settings)
         self.size = output_size(info.width, info.height, settings.scale, self.encoder)
@@ -92,9 +94,11 @@ class VideoWriter:
     # --- the caller's side -------------------------------------------------------------------------------------
 
     def write(self, frame: VideoFrame) -> None:
-        if frame.rgb.shape != (self.info.height, self.info.width, 3) or frame.rgb.dtype != np.uint8:
+        """Queue a frame: RGB, or RGBA when the settings keep an alpha channel."""
+        channels = 4 if self.settings.alpha else 3
+        if frame.rgb.shape != (self.info.height, self.info.width, channels) or frame.rgb.dtype != np.uint8:
             raise ValueError(f"frame {frame.index} is {frame.rgb.shape} {frame.rgb.dtype}, expected "
-                             f"({self.info.height}, {self.info.width}, 3) uint8")
+                             f"({self.info.height}, {self.info.width}, {channels}) uint8")
         while True:
             self._raise_failure()
             try:
@@ -212,7 +216,7 @@ class VideoWriter:
         options = encoder_options(self.encoder, self.settings.quality, self.settings.preset)
         video = cast(VideoStream, container.add_stream(self.encoder, rate=rate, options=options))
         video.width, video.height = self.size
-        video.pix_fmt = "yuv420p"
+        video.pix_fmt = self._pixel_format
         video.time_base = self._time_base
         context = video.codec_context
         context.time_base = self._time_base
@@ -317,9 +321,14 @@ class VideoWriter:
             # Odd sizes for 4:2:0 encoders: repeat the last row/column rather than resample every pixel.
             rgb = np.pad(rgb, ((0, height - rgb.shape[0]), (0, width - rgb.shape[1]), (0, 0)), mode="edge")
         interpolation = "AREA" if width < rgb.shape[1] else "BICUBIC"
-        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        return frame.reformat(width=width, height=height, format="yuv420p", dst_colorspace="ITU709",
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgba" if self.settings.alpha else "rgb24")
+        return frame.reformat(width=width, height=height, format=self._pixel_format, dst_colorspace="ITU709",
                               dst_color_range="MPEG", interpolation=interpolation)
+
+    @property
+    def _pixel_format(self) -> str:
+        """4:2:0, with a full-size alpha plane when the frames keep theirs (VP9 in WebM stores it beside)."""
+        return "yuva420p" if self.settings.alpha else "yuv420p"
 
     def _finish(self) -> None:
         end = self._end_time()

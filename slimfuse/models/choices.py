@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 
 from slimfuse.errors import UsageError
+from slimfuse.models.neural.background_removers import BACKGROUND_REMOVER_NAMES
 from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
@@ -30,6 +31,8 @@ BLAZEFACE = MappingProxyType({"short": "face_detection_short_range", "full": "fa
 BLAZEFACE_MODELS: tuple[str, ...] = ("short", "full", "auto")
 """The words `--face-detector-model` takes for BlazeFace (auto: both); it also takes the neural detectors of the
 catalog (slimfuse.models.neural.detectors)."""
+SELFIE_SEGMENTATION = "selfie_segmentation"
+"""The embedded background remover (MediaPipe's selfie segmentation)."""
 DLIB = "dlib"
 RECOGNIZERS: tuple[str, ...] = (DLIB, ARCFACE)
 NOT_MODELS = frozenset({MESH_SWAPPER, NO_MODEL, DLIB})
@@ -70,6 +73,7 @@ MODEL_CHOICES: dict[str, ModelChoices] = {
     "frame_enhancer_model": ModelChoices([NO_MODEL, *FRAME_ENHANCER_NAMES]),
     "face_occluder_model": ModelChoices(OCCLUDER_NAMES),
     "face_parser_model": ModelChoices(PARSER_NAMES),
+    "background_remover_model": ModelChoices([SELFIE_SEGMENTATION, *BACKGROUND_REMOVER_NAMES]),
 }
 """The options that name a model, and their choices; each also takes CHOICE.VARIANT, a stored variant."""
 
