@@ -50,7 +50,8 @@ class Contract:
     enhancers, CodeFormer with its fidelity `weight` as a second input), "upscaler" (image -> image `scale` times
     larger: the frame enhancers), "converter" (512 -> 512), "scrfd" / "yunet" / "yolo" (a face detector's raw
     outputs, see DETECTORS), "recognizer" (aligned face -> embedding), "occluder" (channels-last image ->
-    channels-last one-channel mask), "parser" (image -> class logits of the same size).
+    channels-last one-channel mask), "parser" (image -> class logits of the same size), "remover" (a whole frame ->
+    its foreground's alpha, or class logits; corridor_key also gives the foreground's colours).
     activation: the output's last op, giving its range: "sigmoid" (0..1), "tanh" (-1..1) or "none" (logits)."""
 
     name: str
@@ -163,8 +164,31 @@ OCCLUDERS: tuple[Contract, ...] = tuple(
 PARSERS: tuple[Contract, ...] = tuple(
     Contract(name, "parser", (Tensor("input", (1, 3, 512, 512)),), (Tensor("output", (1, 19, 512, 512)),), "none")
     for name in ("bisenet_resnet_18", "bisenet_resnet_34"))
+
+
+# Background removers (facefusion/processors/modules/background_remover/core.py): FaceFusion feeds `input`, the
+# whole frame resized to the model's square size (4 channels for corridor_key: the frame and a coarse key), and
+# reads the outputs by position: the alpha [1, 1, S, S] (u2net_cloth: 4 class scores, argmax), and corridor_key's
+# foreground colours [1, 3, S, S] second.
+def _remover(name: str, size: int, channels: int = 3, classes: int = 1, foreground: bool = False) -> Contract:
+    outputs = (Tensor("alpha", (1, classes, size, size)),)
+    if foreground:
+        outputs += (Tensor("foreground", (1, 3, size, size)),)
+    return Contract(name, "remover", (Tensor("input", (1, channels, size, size)),), outputs,
+                    "none" if classes > 1 else "sigmoid")
+
+
+REMOVERS: tuple[Contract, ...] = (
+    _remover("ben_2", 1024), _remover("birefnet_general", 1024), _remover("birefnet_portrait", 1024),
+    _remover("corridor_key_1024", 1024, channels=4, foreground=True),
+    _remover("corridor_key_2048", 2048, channels=4, foreground=True), _remover("isnet_general", 1024),
+    _remover("modnet", 512), _remover("ormbg", 1024), _remover("rmbg_1.4", 1024), _remover("rmbg_2.0", 1024),
+    _remover("silueta", 320), _remover("u2net_cloth", 768, classes=4), _remover("u2net_general", 320),
+    _remover("u2net_human", 320), _remover("u2netp", 320),
+)
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
-    *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS)}
+    *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
+    *REMOVERS)}
 
 
 def seed_of(name: str) -> int:
@@ -294,6 +318,8 @@ def build(name: str) -> onnx.ModelProto:
     elif contract.kind == "parser":
         logits = graph.blobs(graph.image_body(first.name, first.shape[1], None, contract.outputs[0].shape[1]))
         graph.node("Identity", [logits], contract.outputs[0].name)
+    elif contract.kind == "remover":
+        _build_remover(graph, contract)
     else:
         conditioning = None
         if contract.kind == "swapper":
@@ -445,6 +471,21 @@ def _build_recognizer(graph: _Graph, contract: Contract) -> None:
     width = HIDDEN * 14 * 14
     flat = graph.node("Flatten", [x], axis=1)
     graph.node("MatMul", [flat, graph.weight((width, 512), 1.6 / np.sqrt(width))], contract.outputs[0].name)
+
+
+def _build_remover(graph: _Graph, contract: Contract) -> None:
+    """The alpha as an occluder's mask (patches on both sides of one half, with soft edges between them), or class
+    logits as a parser's; corridor_key's foreground as an image model's output."""
+    first, alpha = contract.inputs[0], contract.outputs[0]
+    logits = graph.blobs(graph.image_body(first.name, first.shape[1], None, alpha.shape[1]))
+    if contract.activation == "none":
+        graph.node("Identity", [logits], alpha.name)
+    else:
+        shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(OCCLUDER_GAIN)]),
+                                     graph.constant(OCCLUDER_SHIFT)])
+        graph.node("Sigmoid", [shifted], alpha.name)
+    for extra in contract.outputs[1:]:
+        graph.node("Sigmoid", [graph.image_body(first.name, first.shape[1], None, extra.shape[1])], extra.name)
 
 
 FACE_ANALYSIS = {"scrfd": _build_scrfd, "yunet": _build_yunet, "yolo": _build_yolo, "recognizer": _build_recognizer}
