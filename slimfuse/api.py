@@ -68,6 +68,7 @@ class Swapper:
         e.g. face_swapper_model="inswapper_128", models_dir="~/models", memory_budget=2000 (MB)."""
         paths = [Path(source) for source in sources if not isinstance(source, np.ndarray)]
         self.config = RunConfig.from_options(paths, **options)
+        self.config.check_alpha()
         if not sources:
             self.config.check_sources()
         in_memory = None
@@ -91,7 +92,7 @@ class Swapper:
         reference_rgb = None if reference is None else _rgb(reference)
         path = None if isinstance(image, np.ndarray) else Path(image)
         if output is not None:
-            check_output(Path(output), path, self.config.inputs)
+            check_output(Path(output), path, self.config.inputs, alpha=self.config.transparent_output)
         with self._lock:
             if output is not None and path is not None:
                 written = swap_image_file(self._run, path, Path(output), reference_rgb).output
@@ -110,7 +111,7 @@ class Swapper:
         """Swap every frame of a video into `output` (streamed, atomically written, audio and timestamps kept).
         span: only this keyframe segment, video only (what slimfuse.batch joins into the whole)."""
         target, destination = Path(path), Path(output)
-        check_output(destination, target, self.config.inputs)
+        check_output(destination, target, self.config.inputs, alpha=self.config.transparent_output)
         with self._lock:
             job = VideoSwapJob(self._run, target, destination, _CallbackProgress(progress), span)
             return job.run_job()

@@ -50,7 +50,9 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
     "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
-SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger")
+SLIMFUSE_PROCESSORS: tuple[str, ...] = (
+    "face_swapper", "face_enhancer", "frame_enhancer", "face_debugger", "background_remover",
+)
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -608,6 +610,17 @@ class RunConfig:
         chosen = {"face_swapper": True, "face_enhancer": self.enhance.face_enhancer is not None,
                   "frame_enhancer": self.enhance.frame_enhancer is not None}
         return tuple(stage for stage, on in chosen.items() if on)
+
+    @property
+    def transparent_output(self) -> bool:
+        """Whether the output keeps an alpha channel: the background remover runs with a transparent background."""
+        return "background_remover" in self.stages and self.background.transparent
+
+    def check_alpha(self) -> None:
+        """UsageError when a transparent background would go through temporary frames that drop its alpha."""
+        fmt = self.video.temp_frame_format
+        if self.transparent_output and fmt not in (None, "png"):
+            raise UsageError(detail=f"--temp-frame-format {fmt} holds no alpha: give png for a transparent background")
 
     @property
     def needs_source(self) -> bool:

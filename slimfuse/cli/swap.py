@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         return run_targets(args)
     args.target = args.target[0]
     config = config_from_args(args)
-    check_output(args.output, args.target, config.inputs)
+    config.check_alpha()
+    check_output(args.output, args.target, config.inputs, alpha=config.transparent_output)
     from slimfuse.pipeline.jobs import swap_job  # heavy: only the swap itself needs it
 
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)

@@ -137,7 +137,8 @@ class TempFrames:
         return self.path / f"{index:08d}_pts{pts}_dur{duration}.{self.fmt}"
 
     def _write(self, path: Path, rgb: np.ndarray) -> None:
-        ok, data = cv2.imencode(f".{self.fmt}", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), ENCODE_PARAMS[self.fmt])
+        order = cv2.COLOR_RGBA2BGRA if rgb.shape[2] == 4 else cv2.COLOR_RGB2BGR  # a transparent background's
+        ok, data = cv2.imencode(f".{self.fmt}", cv2.cvtColor(rgb, order), ENCODE_PARAMS[self.fmt])
         if not ok:
             raise OutputUnwritableError(path, f"cannot encode the frame as {self.fmt}")
         try:
@@ -146,10 +147,10 @@ class TempFrames:
             raise _error(path, exc) from exc
 
     def _read(self, path: Path) -> np.ndarray:
-        bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
-        if bgr is None:
+        bgr = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        if bgr is None or bgr.ndim != 3:
             raise InputCorruptError(path, "temp frame is missing or unreadable")
-        return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+        return cv2.cvtColor(bgr, cv2.COLOR_BGRA2RGBA if bgr.shape[2] == 4 else cv2.COLOR_BGR2RGB)
 
 
 def frames_owner(name: str) -> int | None:

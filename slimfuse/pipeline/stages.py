@@ -17,6 +17,7 @@ from slimfuse.models.catalog import Catalog
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
+from slimfuse.processors.background import BackgroundRemover
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
@@ -103,10 +104,20 @@ def _build_frame_enhancer(context: StageContext) -> FrameProcessor:
     return FrameEnhancer(partial(context.pool.session, model), SCALES[model], tiling, model)
 
 
+def _background_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (config.background.background_remover_model,)
+
+
+def _build_background_remover(context: StageContext) -> FrameProcessor:
+    model = context.config.background.background_remover_model
+    return BackgroundRemover(partial(context.pool.session, model), model, context.config.background)
+
+
 STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "face_swapper": StageEntry("face", _swapper_models, _build_swapper),
     "face_enhancer": StageEntry("face", _enhancer_models, _build_enhancer),
     "frame_enhancer": StageEntry("frame", _frame_enhancer_models, _build_frame_enhancer),
+    "background_remover": StageEntry("frame", _background_models, _build_background_remover),
 })
 """Every stage but the face debugger, which draws last what the others did (pipeline/chain.py); one for each of
 config.SLIMFUSE_PROCESSORS."""

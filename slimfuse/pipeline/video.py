@@ -98,7 +98,7 @@ class VideoSwapJob:
         self.render_workers = memory.render_workers
         self.codec_threads = memory.codec_threads
         self.span = span
-        self.encode = run.config.encode.settings(memory.codec_threads)
+        self.encode = replace(run.config.encode.settings(memory.codec_threads), alpha=run.config.transparent_output)
         if span is not None:
             self.encode = replace(self.encode, skip_audio=True)
         self.progress: Progress = progress if progress is not None else CountingProgress()
