@@ -48,7 +48,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     background.add_argument("--crops", type=Path, default=None, metavar="DIR",
                             help="also write each photo's cut-out and its errors against the hand-checked mask")
     _add_json(background)
-    add_common_options(background)
+    add_common_options(background, models_dir=False)
     _add_memory_parser(kinds)
     _add_serve_parser(kinds)
     _add_batch_parser(kinds)
@@ -197,9 +197,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_optimize(args)
     if args.kind == "background":
         from slimfuse.bench import background
-        from slimfuse.cli.common import make_store
 
-        background.run(frames=args.frames, json_path=args.json, crops=args.crops, store=make_store(args),
+        background.run(frames=args.frames, json_path=args.json, crops=args.crops,
                        notify=lambda message: print(message, file=sys.stderr))
         return 0
     if args.kind == "quality" and args.real_photos:
