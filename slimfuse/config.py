@@ -622,6 +622,12 @@ class RunConfig:
         if self.transparent_output and fmt not in (None, "png"):
             raise UsageError(detail=f"--temp-frame-format {fmt} holds no alpha: give png for a transparent background")
 
+    def check_opaque(self) -> None:
+        """UsageError for a transparent background where frames are shown (live): they hold no alpha."""
+        if self.transparent_output:
+            raise UsageError(detail="live frames hold no alpha: give the background remover a colour "
+                                    "(--background-remover-fill-color R G B) or a blur (--background-remover-blur PX)")
+
     @property
     def needs_source(self) -> bool:
         """Whether a stage puts a source photo's face in (a run of none of them needs no source photo)."""

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from slimfuse.pipeline.run import SourceImage, build_run
 
     config = config_from_args(args)
+    config.check_opaque()
     for spec in args.outputs:  # a file in a missing folder: before the camera and the models, not after the start
         check_output(spec)
     faces = [[SourceImage.read(path)] for path in args.switch_sources]  # a missing or unreadable photo: before any model

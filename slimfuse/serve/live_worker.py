@@ -100,7 +100,9 @@ def main(argv: list[str]) -> int:
     log.addHandler(notices)
     log.setLevel(logging.INFO)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    run = build_run(RunConfig.from_options([Path(source) for source in request["sources"]], **request["options"]))
+    config = RunConfig.from_options([Path(source) for source in request["sources"]], **request["options"])
+    config.check_opaque()
+    run = build_run(config)
     try:
         loop = LiveLoop(run, Controls())
         notices.pending.clear()  # what loading said is for the server's log, not the page
