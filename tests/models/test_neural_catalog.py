@@ -178,3 +178,26 @@ def test_the_fairface_classifier_follows_facefusions_contract() -> None:
     assert io.template == "arcface_112_v2" and io.crop_size == 224
     np.testing.assert_allclose(io.mean, IMAGENET[0])
     np.testing.assert_allclose(io.std, IMAGENET[1])
+
+
+def test_the_background_removers_follow_facefusions_table() -> None:
+    """FaceFusion 3.8.1's list (its types, sizes, mean/std and releases: processors/modules/background_remover), and
+    the same names and input tensors as the parity stand-ins, written down apart from the catalog."""
+    from parity import standins
+    from slimfuse.models.neural.background_removers import BACKGROUND_REMOVER_NAMES, BY_NAME
+
+    facefusion = ["ben_2", "birefnet_general", "birefnet_portrait", "corridor_key_1024", "corridor_key_2048",
+                  "isnet_general", "modnet", "ormbg", "rmbg_1.4", "rmbg_2.0", "silueta", "u2net_cloth", "u2net_general",
+                  "u2net_human", "u2netp"]
+    assert list(BACKGROUND_REMOVER_NAMES) == facefusion == [contract.name for contract in standins.REMOVERS]
+    catalog = Catalog()
+    for contract in standins.REMOVERS:
+        spec = catalog.get(contract.name)
+        assert spec.kind == "background_remover" and spec.io is not None and spec.sha256 is None
+        assert [(t.name, t.shape) for t in spec.io.inputs] == [(t.name, t.shape) for t in contract.inputs]
+        release = "models-3.6.0" if contract.name.startswith("corridor_key") else "models-3.5.0"
+        assert spec.urls[0].endswith(f"/{release}/{contract.name}.onnx") and spec.publisher_crc32
+    assert (BY_NAME["modnet"].size, BY_NAME["modnet"].mean, BY_NAME["modnet"].std) == (512, (0.5,) * 3, (0.5,) * 3)
+    assert (BY_NAME["isnet_general"].mean, BY_NAME["isnet_general"].std) == ((0.5,) * 3, (1.0,) * 3)
+    assert BY_NAME["silueta"].size == 320 and BY_NAME["u2net_cloth"].size == 768
+    assert BY_NAME["rmbg_2.0"].mean == (0.485, 0.456, 0.406) and BY_NAME["ben_2"].mean == (0.0,) * 3
