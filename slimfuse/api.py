@@ -86,7 +86,8 @@ class Swapper:
 
     def swap_image(self, image: ImageInput, output: str | Path | None = None,
                    reference: ImageInput | None = None) -> np.ndarray:
-        """The image with the selected faces swapped, as an RGB array; with `output`, also written there
+        """The image with the selected faces swapped, as an RGB array (RGBA for a transparent background, the
+        background remover's default); with `output`, also written there
         (atomically; a target file keeps its alpha, colour profile and 16-bit depth). reference: a photo of the
         person to replace (reference selection for this call). NoTargetFaceError when no face is selected."""
         reference_rgb = None if reference is None else _rgb(reference)
@@ -95,8 +96,9 @@ class Swapper:
             check_output(Path(output), path, self.config.inputs, alpha=self.config.transparent_output)
         with self._lock:
             if output is not None and path is not None:
-                written = swap_image_file(self._run, path, Path(output), reference_rgb).output
-                return read_image(written).rgb
+                written = read_image(swap_image_file(self._run, path, Path(output), reference_rgb).output)
+                kept = written.alpha is not None and self.config.transparent_output
+                return np.dstack([written.rgb, written.alpha]) if kept else written.rgb
             rgb = _rgb(image)
             result, _ = swap_frame(self._run, rgb, Path("image"), reference_rgb)
             if output is not None:

@@ -109,3 +109,15 @@ def test_writers_keep_the_alpha(tmp_path: Path, grace_hopper_path: Path) -> None
     decoded = _alpha_frames(tmp_path / "out.webm")
     assert len(decoded) == 3
     assert np.abs(decoded[0][..., 3].astype(int) - rgba[..., 3]).max() <= 8
+
+
+def test_the_python_api(tmp_path: Path, astronaut_path: Path) -> None:
+    from slimfuse.api import Swapper
+
+    transparent = Swapper([], processors=["background_remover"])
+    rgba = transparent.swap_image(astronaut_path, tmp_path / "cut.webp")
+    assert rgba.shape == (512, 512, 4) and mask_iou(rgba[..., 3], hand_mask("astronaut")) >= 0.9
+    with pytest.raises(UsageError, match="transparent background"):
+        transparent.swap_image(astronaut_path, tmp_path / "cut.jpg")
+    blurred = Swapper([], processors=["background_remover"], background_remover_blur=8)
+    assert blurred.swap_image(astronaut_path, tmp_path / "soft.jpg").shape == (512, 512, 3)
