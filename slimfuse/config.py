@@ -357,7 +357,7 @@ class VideoOptions(Section):
                                         default_text="the end")
     reuse_threshold: float | None = option(
         None, Number(0, metavar="G"), "reuse a generated face while its crop changed less than this many grey "
-        "levels; 0 = off", video=True, default_text="2 for neural swappers, off for mesh")
+        "levels; 0 = off", video=True, default_text="2 when a neural model makes the faces, off for mesh")
     reuse_max_frames: int = option(3, Whole(0, metavar="K"), "at most this many reuses in a row", video=True)
     temp_frame_format: str | None = option(
         None, Word(FRAME_FORMATS, metavar="|".join(FRAME_FORMATS)), "go through frame files of this format in a "
