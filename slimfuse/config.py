@@ -26,11 +26,14 @@ from slimfuse.errors import UsageError
 from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
+from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, is_custom_name, is_dfm_path
+from slimfuse.models.neural.deep_swappers import DEFAULT_MODEL as DEEP_SWAPPER_DEFAULT
+from slimfuse.models.neural.deep_swappers import model_name as deep_swapper_model_name
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
 from slimfuse.models.variants import VARIANTS
-from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
+from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, Choice, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
                               Declared, FilePath, Items, ModelName, Number, Option, Rate, Section, Switch, Whole, Word,
                               alias, declared_in, option, option_error)
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
@@ -264,6 +267,36 @@ class EnhanceOptions(Section):
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
 
 
+@dataclass(frozen=True)
+class DeepSwapOptions(Section):
+    """The deep swapper (`--processors deep_swapper`): a DFM face model, trained on one person, needs no source."""
+
+    title: ClassVar[str] = "the deep swapper (DFM face models)"
+
+    deep_swapper_model: str = option(
+        DEEP_SWAPPER_DEFAULT, Choice(DEEP_SWAPPER_NAMES, "`slimfuse models list` shows", is_custom_name,
+                                     "custom/NAME", metavar="MODEL"),
+        "the DFM face model whose person replaces each face: one FaceFusion publishes (SCOPE/NAME, fetched on first "
+        "use), or custom/NAME, the user's NAME.dfm in the custom folder of --models-dir")
+    deep_swapper_file: Path | None = option(
+        None, FilePath(metavar="DFM"), "the user's own DFM file (as DeepFaceLive exports it), by path; runs instead "
+        "of --deep-swapper-model, trusted on first use", who=OWNER, default_text="none")
+    deep_swapper_morph: int = option(
+        100, Whole(0, 100, metavar="0-100"), "how far the face moves toward the model's person, for files trained "
+        "with a morph factor (AMP); others ignore it")
+
+    @property
+    def model(self) -> str:
+        """The catalog name of the model the deep swapper runs (a file's resolved path)."""
+        file = self.deep_swapper_file
+        return self.deep_swapper_model if file is None else deep_swapper_model_name(str(file))
+
+    def check(self) -> None:
+        file = self.deep_swapper_file
+        if file is not None and not is_dfm_path(str(file)):
+            raise option_error("deep_swapper_file", f"must be a .dfm file, got {str(file)!r}")
+
+
 def padding_from(values: Sequence[int]) -> Padding:
     """1 to 4 values as in CSS (and FaceFusion): all sides; vertical horizontal; top horizontal bottom; or
     top right bottom left."""
@@ -483,7 +516,8 @@ class ProgramOptions(Section):
 
 
 SECTIONS: Mapping[str, type[Section]] = {
-    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskOptions,
+    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "deep_swap": DeepSwapOptions,
+    "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
     "output": OutputOptions, "program": ProgramOptions,
 }
@@ -511,6 +545,7 @@ class RunConfig:
     faces: FaceOptions = FaceOptions()
     swap: SwapOptions = SwapOptions()
     enhance: EnhanceOptions = EnhanceOptions()
+    deep_swap: DeepSwapOptions = DeepSwapOptions()
     masks: MaskOptions = MaskOptions()
     runtime: RuntimeOptions = RuntimeOptions()
     video: VideoOptions = VideoOptions()
