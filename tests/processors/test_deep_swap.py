@@ -178,3 +178,13 @@ def test_facefusions_ini_keys_are_read(tmp_path: Path) -> None:
     ini.write_text("[processors]\ndeep_swapper_model = custom/my_face\ndeep_swapper_morph = 60\n")
     options = RunConfig.from_options(config_path=str(ini)).deep_swap
     assert (options.model, options.deep_swapper_morph) == ("custom/my_face", 60)
+
+
+def test_the_memory_plan_knows_the_files() -> None:
+    """A generator the plan batches, estimated at the size its name says (a user's file: the largest published)."""
+    from slimfuse.memory.plan import GENERATOR_KINDS, model_need
+
+    catalog = Catalog()
+    for name, side in (("druuzil/henry_cavill_448", 448), ("iperov/elon_musk_224", 224), ("custom/mine", 448)):
+        need = model_need(catalog.get(name), 200 << 20)
+        assert need.batched and need.kind in GENERATOR_KINDS and need.item_bytes == 4 * side * side * 3 * 256

@@ -17,6 +17,7 @@ as FaceFusion's `.assets/models/custom`), or a path of a .dfm file. All are trus
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -86,11 +87,16 @@ _USER_LICENCE = "the user's own file"
 _CUSTOM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
 
-def _spec(name: str, filename: str, licence: str, description: str, urls: tuple[str, ...] = (),
+USER_SIZE = 448
+"""The size the memory plan assumes for a user's file before it is loaded (the largest FaceFusion publishes)."""
+
+
+def _spec(name: str, filename: str, licence: str, description: str, size: int, urls: tuple[str, ...] = (),
           placed: Path | None = None) -> ModelSpec:
+    """crop_size: the size the name says (what the memory plan estimates with); the file's in_face:0 decides."""
     return ModelSpec(name=name, kind="deep_swapper", licence=licence, filename=filename, sha256=None, size=None,
-                     description=description, source_name=filename, source_sha256=None, urls=urls, io=IO,
-                     publisher_crc32=bool(urls), placed=placed)
+                     description=description, source_name=filename, source_sha256=None, urls=urls,
+                     io=replace(IO, crop_size=size), publisher_crc32=bool(urls), placed=placed)
 
 
 def _published(name: str) -> ModelSpec:
@@ -98,7 +104,7 @@ def _published(name: str) -> ModelSpec:
     url = f"{HUGGING_FACE}/deepfacelive-models-{scope}/resolve/main/{person}{SUFFIX}"
     words = person.rsplit("_", 1)
     return _spec(name, f"{name}{SUFFIX}", _LICENCE, f"DFM face model of {words[0].replace('_', ' ').title()} "
-                 f"({words[1]} px), trained by {scope}", (url,))
+                 f"({words[1]} px), trained by {scope}", int(words[1]), (url,))
 
 
 MODELS: tuple[ModelSpec, ...] = tuple(_published(name) for name in DEEP_SWAPPER_NAMES)
@@ -121,12 +127,12 @@ def user_spec(name: str) -> ModelSpec | None:
     if is_custom_name(name):
         stem = name.partition("/")[2]
         filename = f"{CUSTOM}/{stem}" if stem.lower().endswith(SUFFIX) else f"{CUSTOM}/{stem}{SUFFIX}"
-        return _spec(name, filename, _USER_LICENCE, f"the user's DFM face model {stem}")
+        return _spec(name, filename, _USER_LICENCE, f"the user's DFM face model {stem}", USER_SIZE)
     if is_dfm_path(name):
         path = Path(name).expanduser().resolve()
         if str(path) != name:
             return None
-        return _spec(name, path.name, _USER_LICENCE, f"the user's DFM face model {path}", placed=path)
+        return _spec(name, path.name, _USER_LICENCE, f"the user's DFM face model {path}", USER_SIZE, placed=path)
     return None
 
 
