@@ -95,3 +95,12 @@ def test_a_live_session_runs_the_deep_swapper(tmp_path: Path, models_dir: Path, 
     blocks = np.abs(output.frames[0].astype(float) - first).mean(axis=2)
     blocks = blocks[:480 // 32 * 32, :640 // 32 * 32].reshape(15, 32, 20, 32).mean(axis=(1, 3))
     assert blocks.max() > 10.0 and np.median(blocks) < 3.0  # the face swapped, the rest as the codec left it
+
+
+def test_the_python_api_runs_it(tmp_path: Path, models_dir: Path, grace_hopper: np.ndarray) -> None:
+    from slimfuse.api import Swapper
+
+    standins.write(standins.DEEP_SWAPPERS[1].name, models_dir)  # a published file without a morph input
+    swapper = Swapper([], processors=["deep_swapper"], deep_swapper_model=standins.DEEP_SWAPPERS[1].name,
+                      models_dir=models_dir)
+    assert _face_change(grace_hopper, swapper.swap_image(grace_hopper)) > 3.0

@@ -81,8 +81,7 @@ IO = ModelIO(
     template=TEMPLATE,
 )
 """Every DFM file's contract; its size is the file's own (FaceFusion reads it from `in_face:0`)."""
-_LICENCE = ("not stated (FaceFusion's Hugging Face repository has no model card; DeepFaceLab/DeepFaceLive, which "
-            "made it, are GPL-3.0); a likeness of a real person")
+_LICENCE = "not stated (made with GPL-3.0 DeepFaceLab); a real person's likeness"
 _USER_LICENCE = "the user's own file"
 _CUSTOM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
