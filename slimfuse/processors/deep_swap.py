@@ -20,13 +20,12 @@ import cv2
 import numpy as np
 
 from slimfuse.config import DeepSwapOptions
-from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.types import Face
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.deep_swappers import FACE_INPUT, MORPH_INPUT, TEMPLATE
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.validate import describe, session_inputs
-from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, aligned_crop
 from slimfuse.processors.match_color import match_colours
 from slimfuse.processors.paste_masks import FaceMasker
 
@@ -105,11 +104,7 @@ class DeepSwapProcessor:
         self.masker.load()
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
-        if face.landmarks is None:
-            raise ValueError("the face has no landmarks")
-        matrix = align_matrix(five_points(face.landmarks), TEMPLATE, self.size)
-        return FaceCrop(image=warp_to_crop(frame, matrix, self.size),
-                        landmarks=landmarks_in_crop(face.landmarks, matrix), crop_from_frame=matrix)
+        return aligned_crop(frame, face, TEMPLATE, self.size)
 
     def process(self, crops: Sequence[FaceCrop], prepared: None) -> list[Processed]:
         if not crops:
