@@ -20,6 +20,7 @@ from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, DEFAULT_MODEL
 from slimfuse.models.pool import ModelPool
+from slimfuse.models.publisher_hash import hash_url
 from slimfuse.models.store import Store
 from slimfuse.processors.deep_swap import DeepSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
@@ -61,6 +62,7 @@ def test_the_catalog_holds_facefusions_list() -> None:
         assert spec.urls == (f"https://huggingface.co/facefusion/deepfacelive-models-{scope}/resolve/main/"
                              f"{person}.dfm",)
         assert spec.filename == f"{name}.dfm" and spec.sha256 is None and spec.publisher_crc32
+        assert hash_url(spec.urls[0]).endswith(f"/deepfacelive-models-{scope}/resolve/main/{person}.hash")
         assert spec.io is not None and spec.io.template == "dfl_whole_face" and "GPL-3.0" in spec.licence
 
 
