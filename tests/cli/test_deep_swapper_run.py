@@ -86,6 +86,7 @@ def test_a_live_session_runs_the_deep_swapper(tmp_path: Path, models_dir: Path, 
     frames = moving_face(grace_hopper, 12)
     clip = make_clip(tmp_path / "camera.mp4", frames, fps=12, crf=12)
     run = build_run(RunConfig.from_options([], processors=["deep_swapper"], models_dir=models_dir))
+    assert run.reuse_options().threshold == 2  # a neural model makes the faces: reused as a neural swapper's
     output = Frames()
     result = LiveSession(run, str(clip), [lambda size, fps: output], LiveOptions(latency_budget_ms=10_000.0)
                          ).run_session()
