@@ -53,8 +53,11 @@ class FrameLoop:
 
     def analyse(self, rgb: np.ndarray, time: float) -> list[Target]:
         """Track the frame's faces and pick the ones to swap. The targets are immutable snapshots, so the
-        next frame can be analysed while this one renders."""
+        next frame can be analysed while this one renders. A chain of frame stages alone (a background remover)
+        needs no faces: none are looked for."""
         self._frames += 1
+        if not self.chain.processors and self.chain.debugger is None:
+            return []
         tracks = self.tracker.update(rgb, time)
         self.reuse.forget({track.id for track in self.tracker.tracks})  # ended tracks free their cache
         chosen = self.selector.select(tracks, lambda track: self.tracker.descriptor(rgb, track),
