@@ -6,7 +6,7 @@ each photo (the group photos at 640 px wide, a third of their size), refined by 
 the outline, then looked at enlarged over the photo and corrected until no stretch of background or person was on
 the wrong side by more than a few pixels. What a person holds (the astronaut's helmet, a glass) counts as the
 person. The remover runs on the photo at its own size; its alpha is averaged down to the mask's size and cut at
-one half.
+one half. tools/background_masks/make_masks.py holds the outlines and remakes the masks.
 
 Frames/s: a 720p clip (the Grace Hopper portrait panned across a grey canvas) through `slimfuse swap --processors
 background_remover` (the whole run: decode, the stage, encode; transparent to VP9 with alpha in WebM, the others to
