@@ -121,3 +121,13 @@ def test_the_python_api(tmp_path: Path, astronaut_path: Path) -> None:
         transparent.swap_image(astronaut_path, tmp_path / "cut.jpg")
     blurred = Swapper([], processors=["background_remover"], background_remover_blur=8)
     assert blurred.swap_image(astronaut_path, tmp_path / "soft.jpg").shape == (512, 512, 3)
+
+
+def test_frame_stages_alone_look_for_no_faces(grace_hopper: np.ndarray) -> None:
+    from slimfuse.config import RunConfig
+    from slimfuse.pipeline.run import build_run
+
+    for stages, faces in ((["background_remover"], 0), (["face_debugger", "background_remover"], 1)):
+        run = build_run(RunConfig.from_options(processors=stages, background_remover_blur=4))
+        loop = run.loop(run.prepare(keep_identity=False))
+        assert len(loop.analyse(grace_hopper, 0.0)) == faces, stages
