@@ -7,7 +7,7 @@ come from the run's ModelPool.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -28,6 +28,9 @@ class FaceCrop:
     image: np.ndarray
     landmarks: np.ndarray
     crop_from_frame: np.ndarray
+    original: np.ndarray | None = None
+    """The same crop cut from the frame as it came into the chain, before any stage changed it (filled for the
+    processors that read it: `reads_original`); None: not cut."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,14 @@ class SizedFaces(Protocol):
     ladder); the neural processors keep their model's size."""
 
     def resize(self, max_face_size: int) -> None: ...
+
+
+@runtime_checkable
+class EditsFaces(Protocol):
+    """A processor whose edits of each face (the face editor's values, name -> -1..1) change while frames go
+    through (a live control)."""
+
+    def edit_faces(self, values: Mapping[str, float]) -> None: ...
 
 
 def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
