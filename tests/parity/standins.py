@@ -487,9 +487,10 @@ def _flat_image(graph: _Graph, x: str, steps: int) -> tuple[str, int]:
     return graph.node("Flatten", [x], axis=1), HIDDEN * side * side
 
 
-def _projected(graph: _Graph, x: str, width: int, out: int, gain: float) -> str:
-    """tanh of a random projection of the [1, width] row `x` to [1, out], times `gain`."""
-    product = graph.node("Add", [graph.node("MatMul", [x, graph.weight((width, out), 1.5 / np.sqrt(width))]),
+def _projected(graph: _Graph, x: str, width: int, out: int, gain: float, spread: float = 1.5) -> str:
+    """tanh of a random projection (weights of std spread / sqrt(width)) of the [1, width] row `x` to [1, out],
+    times `gain`."""
+    product = graph.node("Add", [graph.node("MatMul", [x, graph.weight((width, out), spread / np.sqrt(width))]),
                                  graph.weight((out,), 0.3)])
     return graph.node("Mul", [graph.node("Tanh", [product]), graph.constant(gain)])
 
@@ -502,32 +503,44 @@ def _build_lp_features(graph: _Graph, contract: Contract) -> None:
     graph.node("Reshape", [volume, graph.constant_ints((1, 32, 16, 64, 64))], contract.outputs[0].name)
 
 
-LP_MOTION_PARTS = ((1, 25.0, 0.0), (1, 20.0, 0.0), (1, 15.0, 0.0), (1, 0.2, 1.0), (3, 0.05, 0.0), (63, 0.04, 0.0),
-                   (63, 0.4, 0.0))
+LP_EXPRESSION_SPREAD = (0.015, 0.015, 0.0001) * 21
+"""An expression's x, y and z values either side of 0: well inside LivePortrait's limits (FaceFusion's clip), so the
+editor's moves show rather than being clipped away."""
+LP_MOTION_PARTS = ((1, 25.0, 0.0), (1, 20.0, 0.0), (1, 15.0, 0.0), (1, 0.2, 1.0), (3, 0.05, 0.0),
+                   (63, LP_EXPRESSION_SPREAD, 0.0), (63, 0.4, 0.0))
 """The motion extractor's outputs in order: (values, range either side, centre)."""
 
 
 def _build_lp_motion(graph: _Graph, contract: Contract) -> None:
     flat, width = _flat_image(graph, contract.inputs[0].name, 5)
     for (count, spread, centre), tensor in zip(LP_MOTION_PARTS, contract.outputs, strict=True):
-        part = graph.node("Add", [_projected(graph, flat, width, count, spread), graph.constant(centre)])
+        values = graph.node("Mul", [_projected(graph, flat, width, count, 1.0), _constant(graph, [spread])])
+        part = graph.node("Add", [values, graph.constant(centre)])
         graph.node("Reshape", [part, graph.constant_ints(tensor.shape)], tensor.name)
 
 
-def _points_row(graph: _Graph, names: Sequence[str]) -> str:
-    """The [1, 21, 3] inputs flattened side by side, and their difference (scaled up: the edits are hundredths)."""
+LP_FINE_GAIN = 400.0
+"""The keypoints' difference also enters a sine at this gain: the finest expression edits move keypoints by
+thousandths, and a sine, unlike a tanh, still shows them beside the head's turns (tenths)."""
+
+
+def _points_row(graph: _Graph, names: Sequence[str]) -> tuple[str, str]:
+    """The two [1, 21, 3] inputs flattened side by side with their difference scaled by 20, and the difference."""
     rows = [graph.node("Reshape", [name, graph.constant_ints((1, 63))]) for name in names]
-    if len(rows) == 2:
-        difference = graph.node("Mul", [graph.node("Sub", [rows[0], rows[1]]), graph.constant(20.0)])
-        rows.append(difference)
-    return graph.node("Concat", rows, axis=1)
+    difference = graph.node("Sub", rows)
+    scaled = graph.node("Mul", [difference, graph.constant(20.0)])
+    return graph.node("Concat", [*rows, scaled], axis=1), difference
 
 
 def _build_lp_generator(graph: _Graph, contract: Contract) -> None:
     volume, source, target = (tensor.name for tensor in contract.inputs)
     planar = graph.node("Reshape", [volume, graph.constant_ints((1, 512, 64, 64))])
     hidden = graph.conv(planar, 512, HIDDEN, 1, gain=2.0)
-    motion = _projected(graph, _points_row(graph, (source, target)), 3 * 63, HIDDEN, 2.0)
+    row, difference = _points_row(graph, (source, target))
+    coarse = _projected(graph, row, 3 * 63, HIDDEN, 2.0)
+    fine = graph.node("Sin", [graph.node("MatMul", [graph.node("Mul", [difference, graph.constant(LP_FINE_GAIN)]),
+                                                    graph.weight((63, HIDDEN), 1.0 / np.sqrt(63))])])
+    motion = graph.node("Add", [coarse, fine])
     hidden = graph.node("Tanh", [graph.node("Add", [hidden, graph.node("Reshape", [
         motion, graph.constant_ints((1, HIDDEN, 1, 1))])])])
     detail = graph.conv(hidden, HIDDEN, 3 * 64, 3, gain=1.5)
@@ -537,14 +550,14 @@ def _build_lp_generator(graph: _Graph, contract: Contract) -> None:
 
 def _build_lp_stitcher(graph: _Graph, contract: Contract) -> None:
     source, target = (tensor.name for tensor in contract.inputs)
-    change = _projected(graph, _points_row(graph, (source, target)), 3 * 63, 63, 0.01)
+    change = _projected(graph, _points_row(graph, (source, target))[0], 3 * 63, 63, 0.01)
     moved = graph.node("Add", [graph.node("Reshape", [source, graph.constant_ints((1, 63))]), change])
     graph.node("Reshape", [moved, graph.constant_ints((1, 21, 3))], contract.outputs[0].name)
 
 
 def _build_lp_retargeter(graph: _Graph, contract: Contract) -> None:
     row = contract.inputs[0]
-    change = _projected(graph, row.name, int(row.shape[1]), 63, 0.02)
+    change = _projected(graph, row.name, int(row.shape[1]), 63, 0.05, spread=6.0)
     graph.node("Identity", [change], contract.outputs[0].name)
 
 
