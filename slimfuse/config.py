@@ -26,6 +26,7 @@ from slimfuse.errors import UsageError
 from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
+from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
@@ -269,9 +270,6 @@ class EnhanceOptions(Section):
 
 EXPRESSION_RESTORER_AREAS: tuple[str, ...] = ("upper-face", "lower-face")
 """The parts of the face whose expression the expression restorer brings back (FaceFusion's words)."""
-LIVE_PORTRAIT_MODELS: tuple[str, ...] = ("live_portrait",)
-"""The model choice of the expression restorer and the face editor: the live_portrait set
-(slimfuse.models.neural.live_portrait)."""
 
 
 @dataclass(frozen=True)
@@ -282,7 +280,7 @@ class ExpressionRestorerOptions(Section):
     title: ClassVar[str] = "the expression restorer"
 
     expression_restorer_model: str = option(
-        "live_portrait", Word(LIVE_PORTRAIT_MODELS, metavar="live_portrait"), "the model set that reads and redraws "
+        "live_portrait", Word(tuple(RESTORER_MODELS), metavar="live_portrait"), "the model set that reads and redraws "
         "the expression (the user's live_portrait files)")
     expression_restorer_factor: int = option(
         80, Whole(0, 100, metavar="0-100"), "how much of the target's expression comes back (100 goes 20 % past "
@@ -304,7 +302,7 @@ class FaceEditorOptions(Section):
     title: ClassVar[str] = "the face editor"
 
     face_editor_model: str = option(
-        "live_portrait", Word(LIVE_PORTRAIT_MODELS, metavar="live_portrait"), "the model set that edits the face "
+        "live_portrait", Word(tuple(EDITOR_MODELS), metavar="live_portrait"), "the model set that edits the face "
         "(the user's live_portrait files)")
     face_editor_eyebrow_direction: float = _edit("the brows' direction")
     face_editor_eye_gaze_horizontal: float = _edit("the eyes' gaze, sideways")

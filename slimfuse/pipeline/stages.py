@@ -16,7 +16,7 @@ from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.neural.frame_enhancers import SCALES
-from slimfuse.models.neural.live_portrait import MODEL_SETS
+from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
@@ -107,7 +107,7 @@ def _build_frame_enhancer(context: StageContext) -> FrameProcessor:
 
 
 def _restorer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
-    return (*MODEL_SETS["expression_restorer"], *FaceMasker.models_for(config.masks))
+    return (*RESTORER_MODELS[config.expression_restorer.expression_restorer_model], *FaceMasker.models_for(config.masks))
 
 
 def _build_restorer(context: StageContext) -> FaceProcessor:
@@ -115,7 +115,7 @@ def _build_restorer(context: StageContext) -> FaceProcessor:
 
 
 def _editor_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
-    return MODEL_SETS["face_editor"]
+    return EDITOR_MODELS[config.face_editor.face_editor_model]
 
 
 def _build_editor(context: StageContext) -> FaceProcessor:

@@ -34,5 +34,5 @@ def test_the_tensors_are_the_stand_ins() -> None:
 
 
 def test_each_processor_runs_facefusions_set() -> None:
-    assert lp.MODEL_SETS["expression_restorer"] == NAMES[:3]
-    assert set(lp.MODEL_SETS["face_editor"]) == set(NAMES)
+    assert lp.RESTORER_MODELS["live_portrait"] == NAMES[:3]
+    assert set(lp.EDITOR_MODELS["live_portrait"]) == set(NAMES)

@@ -12,7 +12,7 @@ from parity import standins
 from slimfuse.cli.main import main
 from slimfuse.config import RunConfig
 from slimfuse.models.catalog import Catalog
-from slimfuse.models.neural.live_portrait import MODEL_SETS
+from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.pipeline.chain import ChainSpec
 
 
@@ -59,4 +59,4 @@ def test_the_editor_needs_no_source_and_its_values_move_the_face(models_dir: Pat
 def test_the_registry_lists_their_models() -> None:
     config = RunConfig.from_options([], processors=["face_swapper", "expression_restorer", "face_editor"])
     models = ChainSpec.of(config).models(Catalog())
-    assert set(MODEL_SETS["expression_restorer"]) | set(MODEL_SETS["face_editor"]) <= set(models)
+    assert set(RESTORER_MODELS["live_portrait"]) | set(EDITOR_MODELS["live_portrait"]) <= set(models)

@@ -74,9 +74,9 @@ MODELS: tuple[ModelSpec, ...] = (
           (TensorSpec(RETARGET_INPUT, (1, LIP_WIDTH)),), (TensorSpec("output", (1, 3 * POINTS)),)),
 )
 
-MODEL_SETS = MappingProxyType({
-    "expression_restorer": (FEATURE_EXTRACTOR, MOTION_EXTRACTOR, GENERATOR),
-    "face_editor": (FEATURE_EXTRACTOR, MOTION_EXTRACTOR, EYE_RETARGETER, LIP_RETARGETER, STITCHER, GENERATOR),
+RESTORER_MODELS = MappingProxyType({"live_portrait": (FEATURE_EXTRACTOR, MOTION_EXTRACTOR, GENERATOR)})
+"""The files each --expression-restorer-model choice runs, as FaceFusion lists them."""
+EDITOR_MODELS = MappingProxyType({
+    "live_portrait": (FEATURE_EXTRACTOR, MOTION_EXTRACTOR, EYE_RETARGETER, LIP_RETARGETER, STITCHER, GENERATOR),
 })
-"""The files each processor's one model choice (`live_portrait`) runs, as FaceFusion lists them."""
-MODEL_CHOICE = "live_portrait"
+"""The files each --face-editor-model choice runs, as FaceFusion lists them."""

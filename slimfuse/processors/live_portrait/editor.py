@@ -34,7 +34,7 @@ SPREAD = 1.5
 class FaceEditor:
     def __init__(self, pool: ModelPool, options: FaceEditorOptions, masker: FaceMasker) -> None:
         """masker: the run's, as the editor takes it (`FaceMasker.box_only`)."""
-        self.network = LivePortrait(pool, lp.MODEL_SETS["face_editor"])
+        self.network = LivePortrait(pool, lp.EDITOR_MODELS[options.face_editor_model])
         self.values: dict[str, float] = options.values()
         self.masker = masker
         self.preparation_models: tuple[str, ...] = ()

@@ -38,7 +38,7 @@ class ExpressionRestorer:
 
     def __init__(self, pool: ModelPool, options: ExpressionRestorerOptions, masker: FaceMasker) -> None:
         """masker: the run's, as the enhancer takes it (`FaceMasker.for_enhancer`)."""
-        self.network = LivePortrait(pool, lp.MODEL_SETS["expression_restorer"])
+        self.network = LivePortrait(pool, lp.RESTORER_MODELS[options.expression_restorer_model])
         self.share = FACTOR_SCALE / 100 * options.expression_restorer_factor
         self.points = tuple(sorted(point for area in options.expression_restorer_areas for point in AREA_POINTS[area]))
         self.masker = masker
