@@ -19,9 +19,9 @@ pytest.importorskip("wsproto", reason="uvicorn's WebSocket support (the serve ex
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium (apt-get install chromium)")
 
 
-def test_the_editor_sliders_change_the_running_session(tmp_path: Path, astronaut_path: Path,
+def test_the_editor_sliders_change_the_running_session(tmp_path: Path, models_dir: Path, astronaut_path: Path,
                                                        grace_hopper: np.ndarray) -> None:
-    placed = tmp_path / "placed"
+    placed = models_dir  # the server inherits the fixture's isolated SLIMFUSE_HOME: the stand-ins' records stay there
     for contract in standins.LIVE_PORTRAIT:
         standins.write(contract.name, placed)
     options = quote(json.dumps({"processors": ["face_swapper", "face_editor"], "face_editor_head_yaw": 0.25}))
