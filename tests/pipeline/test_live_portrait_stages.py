@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import av
 import numpy as np
 from PIL import Image
 
 from parity import standins
+from slimfuse.bench.clips import make_clip, pan
 from slimfuse.cli.main import main
 from slimfuse.config import RunConfig
 from slimfuse.models.catalog import Catalog
@@ -60,3 +62,21 @@ def test_the_registry_lists_their_models() -> None:
     config = RunConfig.from_options([], processors=["face_swapper", "expression_restorer", "face_editor"])
     models = ChainSpec.of(config).models(Catalog())
     assert set(RESTORER_MODELS["live_portrait"]) | set(EDITOR_MODELS["live_portrait"]) <= set(models)
+
+
+def test_a_video_goes_through_both(models_dir: Path, tmp_path: Path, astronaut_path: Path,
+                                   grace_hopper: np.ndarray) -> None:
+    """Every frame of a short clip through the swapper, the restorer and the editor (frames in chunks, each face's
+    original cut from the frame as it came in): every frame is there, each face far from the swap alone."""
+    _place(models_dir)
+    clip = make_clip(tmp_path / "pan.mp4", pan(grace_hopper, (320, 240), 8), fps=25, audio=False)
+    common = ("-s", str(astronaut_path), "-t", str(clip), "--quiet", "--models-dir", str(models_dir))
+    assert main(["swap", *common, "-o", str(tmp_path / "swap.mp4"), "--processors", "face_swapper"]) == 0
+    assert main(["swap", *common, "-o", str(tmp_path / "all.mp4"), "--processors", "face_swapper",
+                 "expression_restorer", "face_editor", "--face-editor-mouth-smile", "0.5"]) == 0
+    with av.open(str(tmp_path / "swap.mp4")) as swapped, av.open(str(tmp_path / "all.mp4")) as edited:
+        pairs = [(first.to_ndarray(format="rgb24").astype(int), second.to_ndarray(format="rgb24").astype(int))
+                 for first, second in zip(swapped.decode(video=0), edited.decode(video=0), strict=True)]
+    assert len(pairs) == 8
+    for first, second in pairs:
+        assert (np.abs(first - second).max(axis=2) > 24).mean() > 0.05  # beyond what the codec changes
