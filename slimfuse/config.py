@@ -26,12 +26,15 @@ from slimfuse.errors import UsageError
 from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
+from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, is_custom_name, is_dfm_path
+from slimfuse.models.neural.deep_swappers import DEFAULT_MODEL as DEEP_SWAPPER_DEFAULT
+from slimfuse.models.neural.deep_swappers import model_name as deep_swapper_model_name
 from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
 from slimfuse.models.variants import VARIANTS
-from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
+from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, Choice, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
                               Declared, FilePath, Items, ModelName, Number, Option, Rate, Section, Switch, Whole, Word,
                               alias, declared_in, option, option_error)
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
@@ -52,7 +55,7 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
 SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger",
-                                         "expression_restorer", "face_editor")
+                                         "deep_swapper", "expression_restorer", "face_editor")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -207,8 +210,9 @@ class SwapOptions(Section):
     processors: tuple[str, ...] | None = option(
         None, Items(Word(FACEFUSION_PROCESSORS), metavar="PROCESSOR"), "the stages each frame goes through, in this "
         "order, by FaceFusion's names: face_enhancer and frame_enhancer run with their model options (else "
-        "gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face last; a stage not listed "
-        "does not run, and a run without face_swapper needs no source photo", default_text="face_swapper, "
+        "gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face last, deep_swapper puts "
+        "a DFM face model's person in; a stage not listed does not run, and a run without face_swapper needs no "
+        "source photo", default_text="face_swapper, "
         "and an enhancer where its model option names one")
     face_debugger_items: tuple[str, ...] = option(
         ("face-landmark-5/68", "face-mask"), Items(Word(DEBUGGER_ITEMS), metavar="ITEM"), "what the face debugger "
@@ -266,6 +270,36 @@ class EnhanceOptions(Section):
     @property
     def frame_enhancer(self) -> str | None:
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
+
+
+@dataclass(frozen=True)
+class DeepSwapOptions(Section):
+    """The deep swapper (`--processors deep_swapper`): a DFM face model, trained on one person, needs no source."""
+
+    title: ClassVar[str] = "the deep swapper (DFM face models)"
+
+    deep_swapper_model: str = option(
+        DEEP_SWAPPER_DEFAULT, Choice(DEEP_SWAPPER_NAMES, "`slimfuse models list` shows", is_custom_name,
+                                     "custom/NAME", metavar="MODEL"),
+        "the DFM face model whose person replaces each face: one FaceFusion publishes (SCOPE/NAME, fetched on first "
+        "use), or custom/NAME, the user's NAME.dfm in the custom folder of --models-dir")
+    deep_swapper_file: Path | None = option(
+        None, FilePath(metavar="DFM"), "the user's own DFM file (as DeepFaceLive exports it), by path; runs instead "
+        "of --deep-swapper-model, trusted on first use", who=OWNER, default_text="none")
+    deep_swapper_morph: int = option(
+        100, Whole(0, 100, metavar="0-100"), "how far the face moves toward the model's person, for files trained "
+        "with a morph factor (AMP); others ignore it")
+
+    @property
+    def model(self) -> str:
+        """The catalog name of the model the deep swapper runs (a file's resolved path)."""
+        file = self.deep_swapper_file
+        return self.deep_swapper_model if file is None else deep_swapper_model_name(str(file))
+
+    def check(self) -> None:
+        file = self.deep_swapper_file
+        if file is not None and not is_dfm_path(str(file)):
+            raise option_error("deep_swapper_file", f"must be a .dfm file, got {str(file)!r}")
 
 
 EXPRESSION_RESTORER_AREAS: tuple[str, ...] = ("upper-face", "lower-face")
@@ -416,7 +450,7 @@ class VideoOptions(Section):
                                         default_text="the end")
     reuse_threshold: float | None = option(
         None, Number(0, metavar="G"), "reuse a generated face while its crop changed less than this many grey "
-        "levels; 0 = off", video=True, default_text="2 for neural swappers, off for mesh")
+        "levels; 0 = off", video=True, default_text="2 when a neural model makes the faces, off for mesh")
     reuse_max_frames: int = option(3, Whole(0, metavar="K"), "at most this many reuses in a row", video=True)
     temp_frame_format: str | None = option(
         None, Word(FRAME_FORMATS, metavar="|".join(FRAME_FORMATS)), "go through frame files of this format in a "
@@ -544,7 +578,7 @@ class ProgramOptions(Section):
 
 
 SECTIONS: Mapping[str, type[Section]] = {
-    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions,
+    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "deep_swap": DeepSwapOptions,
     "expression_restorer": ExpressionRestorerOptions, "face_editor": FaceEditorOptions, "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
     "output": OutputOptions, "program": ProgramOptions,
@@ -573,6 +607,7 @@ class RunConfig:
     faces: FaceOptions = FaceOptions()
     swap: SwapOptions = SwapOptions()
     enhance: EnhanceOptions = EnhanceOptions()
+    deep_swap: DeepSwapOptions = DeepSwapOptions()
     expression_restorer: ExpressionRestorerOptions = ExpressionRestorerOptions()
     face_editor: FaceEditorOptions = FaceEditorOptions()
     masks: MaskOptions = MaskOptions()

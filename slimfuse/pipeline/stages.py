@@ -19,6 +19,7 @@ from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
+from slimfuse.processors.deep_swap import DeepSwapProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.live_portrait.editor import FaceEditor
@@ -106,6 +107,18 @@ def _build_frame_enhancer(context: StageContext) -> FrameProcessor:
     return FrameEnhancer(partial(context.pool.session, model), SCALES[model], tiling, model)
 
 
+def _deep_swapper_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (config.deep_swap.model, *FaceMasker.models_for(config.masks))
+
+
+def _build_deep_swapper(context: StageContext) -> FaceProcessor:
+    options = context.config.deep_swap
+    try:
+        return DeepSwapProcessor(context.pool, options, context.masker, context.batcher)
+    except ValueError as exc:
+        raise UsageError(detail=f"--deep-swapper-model {options.model}: {exc}") from exc
+
+
 def _restorer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     return (*RESTORER_MODELS[config.expression_restorer.expression_restorer_model], *FaceMasker.models_for(config.masks))
 
@@ -126,6 +139,7 @@ STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "face_swapper": StageEntry("face", _swapper_models, _build_swapper),
     "face_enhancer": StageEntry("face", _enhancer_models, _build_enhancer),
     "frame_enhancer": StageEntry("frame", _frame_enhancer_models, _build_frame_enhancer),
+    "deep_swapper": StageEntry("face", _deep_swapper_models, _build_deep_swapper),
     "expression_restorer": StageEntry("face", _restorer_models, _build_restorer),
     "face_editor": StageEntry("face", _editor_models, _build_editor),
 })

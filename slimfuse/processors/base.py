@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import cv2
 import numpy as np
 
+from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.geometry import apply_affine, rotated_square
 from slimfuse.faces.types import Face
 
@@ -151,3 +152,16 @@ def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
     z = face.landmarks[:, 2:] * (size / side)
     landmarks = np.hstack([apply_affine(matrix, points), z]).astype(np.float32)
     return FaceCrop(image=image, landmarks=landmarks, crop_from_frame=matrix)
+
+
+def aligned_crop(frame: np.ndarray, face: Face, template: str, size: int, spread: float = 1.0) -> FaceCrop:
+    """The face aligned by its five points to `template` at size x size (the neural processors' crop); with
+    `spread`, the points first spread that many times about the nose (more of the head in the crop)."""
+    if face.landmarks is None:
+        raise ValueError("the face has no landmarks")
+    five = five_points(face.landmarks)
+    if spread != 1.0:
+        five = (five - five[2]) * spread + five[2]
+    matrix = align_matrix(five, template, size)
+    return FaceCrop(image=warp_to_crop(frame, matrix, size), landmarks=landmarks_in_crop(face.landmarks, matrix),
+                    crop_from_frame=matrix)

@@ -64,6 +64,12 @@ class Contract:
     """Weights stored in float16 behind Cast nodes (the _fp16 files); inputs and outputs stay float32."""
     scale: int = 1
     """upscaler: how many times larger the output is per side."""
+    suffix: str = ".onnx"
+    """The file's suffix (a DFM file's is .dfm; its name's SCOPE/ is a folder)."""
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}{self.suffix}"
 
 
 def _swapper(name: str, size: int, source: Tensor, activation: str = "sigmoid", emap: bool = False,
@@ -165,6 +171,26 @@ PARSERS: tuple[Contract, ...] = tuple(
     for name in ("bisenet_resnet_18", "bisenet_resnet_34"))
 
 
+# Deep swapper (facefusion/processors/modules/deep_swapper/core.py, DeepFaceLive's DFMModel): DeepFaceLab's DFM
+# export, channels last, a free batch axis; `morph_value:0` only in the files trained with a morph factor. Outputs in
+# the order both programs read them: the input face's mask, the person's face, the person's mask.
+def _dfm(name: str, size: int, morph: bool) -> Contract:
+    face = Tensor("in_face:0", ("batch", size, size, 3))
+    inputs = (face, Tensor("morph_value:0", (1,))) if morph else (face,)
+    outputs = (Tensor("out_face_mask:0", ("batch", size, size, 1)), Tensor("out_celeb_face:0", ("batch", size, size, 3)),
+               Tensor("out_celeb_face_mask:0", ("batch", size, size, 1)))
+    return Contract(name, "dfm", inputs, outputs, suffix=".dfm")
+
+
+DEEP_SWAPPERS: tuple[Contract, ...] = (
+    _dfm("iperov/elon_musk_224", 224, morph=True),
+    _dfm("jen/angelica_trae_288", 288, morph=False),
+)
+"""Two of FaceFusion's published files (one with a morph input, one without, two sizes)."""
+USER_DFM = _dfm("custom/own_face_320", 320, morph=True)
+"""A user's own file (placed by path or in --models-dir's custom folder)."""
+
+
 # LivePortrait (facefusion/processors/modules/expression_restorer/core.py, face_editor/core.py): the extractors take
 # the 512 px crop halved, RGB / 255; FaceFusion reads the motion extractor's seven outputs by position (pitch, yaw and
 # roll one number each: it hands them to scipy's from_euler), the generator's first output [1, 3, 512, 512] in 0..1.
@@ -186,7 +212,7 @@ LIVE_PORTRAIT: tuple[Contract, ...] = (
 )
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *LIVE_PORTRAIT)}
+    *DEEP_SWAPPERS, USER_DFM, *LIVE_PORTRAIT)}
 
 
 def seed_of(name: str) -> int:
@@ -315,6 +341,8 @@ def build(name: str) -> onnx.ModelProto:
         shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(OCCLUDER_GAIN)]),
                                      graph.constant(OCCLUDER_SHIFT)])
         graph.node("Transpose", [graph.node("Sigmoid", [shifted])], contract.outputs[0].name, perm=[0, 2, 3, 1])
+    elif contract.kind == "dfm":
+        _build_dfm(graph, contract)
     elif contract.kind == "parser":
         logits = graph.blobs(graph.image_body(first.name, first.shape[1], None, contract.outputs[0].shape[1]))
         graph.node("Identity", [logits], contract.outputs[0].name)
@@ -342,10 +370,11 @@ def build(name: str) -> onnx.ModelProto:
 
 
 def write(name: str, folder: Path) -> Path:
-    """`folder/NAME.onnx`, built when missing (FaceFusion's and slimfuse's file name alike)."""
-    path = folder / f"{name}.onnx"
+    """`folder/NAME.onnx` (a DFM file: `folder/SCOPE/NAME.dfm`), built when missing (FaceFusion's and slimfuse's file
+    name alike)."""
+    path = folder / CONTRACTS[name].filename
     if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(build(name), str(path))
     return path
 
@@ -472,6 +501,32 @@ def _build_recognizer(graph: _Graph, contract: Contract) -> None:
 
 
 FACE_ANALYSIS = {"scrfd": _build_scrfd, "yunet": _build_yunet, "yolo": _build_yolo, "recognizer": _build_recognizer}
+
+
+DFM_MASK_GAIN, DFM_MASK_SHIFT = 2.0, 1.5
+"""The DFM masks' standardised logit, scaled and shifted: mostly the face (sigmoid(1.5) = 0.82), with patches
+where one mask or the other cuts it."""
+
+
+def _build_dfm(graph: _Graph, contract: Contract) -> None:
+    """The person's face: the image body of the channels-last input, conditioned by the morph value (a scalar along
+    a random direction, when the file takes one), through a sigmoid; each mask: smooth standardised patches of a
+    head of that body (so each depends on the face and the morph too), through a sigmoid."""
+    face = contract.inputs[0]
+    planar = graph.node("Transpose", [face.name], perm=[0, 3, 1, 2])
+    conditioning = None
+    if len(contract.inputs) > 1:
+        scalar = graph.node("Reshape", [contract.inputs[1].name, graph.constant_ints((1, 1, 1, 1))])
+        conditioning = graph.node("Mul", [scalar, graph.weight((1, HIDDEN, 1, 1), 2.0)])
+    body = graph.image_body(planar, 3, conditioning)
+    last = [0, 2, 3, 1]
+    face_mask, person, person_mask = (tensor.name for tensor in contract.outputs)
+    graph.node("Transpose", [graph.node("Sigmoid", [body])], person, perm=last)
+    for name in (face_mask, person_mask):
+        logits = graph.blobs(graph.conv(body, 3, 1, 3))
+        shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(DFM_MASK_GAIN)]),
+                                     graph.constant(DFM_MASK_SHIFT)])
+        graph.node("Transpose", [graph.node("Sigmoid", [shifted])], name, perm=last)
 
 
 # LivePortrait graphs: each output depends on every input (the images through strided convolutions, the keypoints

@@ -15,12 +15,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from slimfuse.config import FaceEditorOptions
-from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.faces.types import Face
 from slimfuse.models.neural import live_portrait as lp
 from slimfuse.models.pool import ModelPool
-from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, aligned_crop
 from slimfuse.processors.live_portrait import edits
 from slimfuse.processors.live_portrait.motion import ANGLE_LIMITS, Motion, limit_angle, limit_expression, rotation
 from slimfuse.processors.live_portrait.network import LivePortrait
@@ -55,13 +54,7 @@ class FaceEditor:
         self.masker.load()
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
-        if face.landmarks is None:
-            raise ValueError("the face has no landmarks")
-        five = five_points(face.landmarks)
-        spread = (five - five[2]) * SPREAD + five[2]
-        matrix = align_matrix(spread, TEMPLATE, lp.CROP_SIZE)
-        return FaceCrop(image=warp_to_crop(frame, matrix, lp.CROP_SIZE),
-                        landmarks=landmarks_in_crop(face.landmarks, matrix), crop_from_frame=matrix)
+        return aligned_crop(frame, face, TEMPLATE, lp.CROP_SIZE, SPREAD)
 
     def process(self, crops: Sequence[FaceCrop], prepared: None) -> list[Processed]:
         if not crops:

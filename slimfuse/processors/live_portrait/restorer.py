@@ -17,11 +17,10 @@ from typing import ClassVar
 import numpy as np
 
 from slimfuse.config import ExpressionRestorerOptions
-from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.types import Face
 from slimfuse.models.neural import live_portrait as lp
 from slimfuse.models.pool import ModelPool
-from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, aligned_crop
 from slimfuse.processors.live_portrait.motion import limit_expression
 from slimfuse.processors.live_portrait.network import LivePortrait
 from slimfuse.processors.paste_masks import FaceMasker
@@ -50,11 +49,7 @@ class ExpressionRestorer:
         self.masker.load()
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
-        if face.landmarks is None:
-            raise ValueError("the face has no landmarks")
-        matrix = align_matrix(five_points(face.landmarks), TEMPLATE, lp.CROP_SIZE)
-        return FaceCrop(image=warp_to_crop(frame, matrix, lp.CROP_SIZE),
-                        landmarks=landmarks_in_crop(face.landmarks, matrix), crop_from_frame=matrix)
+        return aligned_crop(frame, face, TEMPLATE, lp.CROP_SIZE)
 
     def process(self, crops: Sequence[FaceCrop], prepared: None) -> list[Processed]:
         if not crops:
