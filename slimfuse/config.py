@@ -51,7 +51,8 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
     "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
-SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger")
+SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "age_modifier", "frame_colorizer",
+                                         "face_debugger")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""

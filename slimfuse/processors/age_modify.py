@@ -52,13 +52,15 @@ class SurroundedCrop(FaceCrop):
 
 class FairfaceAges:
     """The middle of the fairface classifier's age group of each face (FaceFusion's mean of the group's range), read
-    off the crop itself."""
+    off the face as it came into the chain (`FaceCrop.original`, as FaceFusion reads the target's age before any
+    processor), else off the crop itself."""
 
     def __init__(self, pool: ModelPool) -> None:
         self.classifier = FaceClassifier(pool, FAIRFACE)
 
     def __call__(self, crops: Sequence[FaceCrop]) -> list[float]:
-        return [float(np.mean(self.classifier.classify_at(crop.image, five_points(crop.landmarks)).age))
+        return [float(np.mean(self.classifier.classify_at(crop.image if crop.original is None else crop.original,
+                                                          five_points(crop.landmarks)).age))
                 for crop in crops]
 
 
@@ -90,6 +92,7 @@ class AgeModifierProcessor:
         self.masker = masker
         self.batcher = batcher
         self.needs_age = NEEDS_AGE[model]
+        self.reads_original = self.needs_age  # fran reads the face's age off the face before the chain changed it
         self._ages = ages
         self.preparation_models: tuple[str, ...] = ()
         self.generator_models: tuple[str, ...] = (model,)
