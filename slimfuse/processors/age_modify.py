@@ -2,7 +2,8 @@
 
 - fran: crop: the face aligned to ffhq_512 at 1024 px. process: the model gets the crop (RGB / 255) and its
   direction, the face's age and the age wanted (/ 100, clipped to [0, 1]); the face's age is the middle of the
-  fairface classifier's age group (`FairfaceAges`), the age wanted adds --age-modifier-direction years.
+  fairface classifier's age group (`FairfaceAges`) of the face as it came into the chain (the processor
+  `reads_original`), the age wanted adds --age-modifier-direction years.
 - styleganex_age: crop: the face with its surroundings (`SurroundedCrop`: the five points drawn 0.875 times closer
   around the nose tip, aligned to styleganex_384) at the paste size, 1024 px, and, cut from the frame as well, the
   model's two inputs: the face aligned to ffhq_512 at 256 px and the surroundings at 384 px. process: the model's
@@ -167,10 +168,9 @@ class AgeModifierProcessor:
         side = (STYLEGANEX_PASTE_SIZE, STYLEGANEX_PASTE_SIZE)
         masks = [np.ones((BACKGROUND_SIZE, BACKGROUND_SIZE), np.float32) for _ in crops]
         if boxes is not None:
-            masks = boxes.masks([FaceCrop(crop.surroundings, crop.landmarks, crop.surroundings_from_frame)
-                                 for crop in crops])
+            masks = boxes.masks([_recut(crop, crop.surroundings, crop.surroundings_from_frame) for crop in crops])
         if occluder is not None:
-            faces = [FaceCrop(crop.face, crop.landmarks, crop.face_from_frame) for crop in crops]
+            faces = [_recut(crop, crop.face, crop.face_from_frame) for crop in crops]
             for index, (crop, occlusion) in enumerate(zip(crops, occluder.masks(faces), strict=True)):
                 onto = _compose(crop.surroundings_from_frame, cv2.invertAffineTransform(crop.face_from_frame))
                 moved = cv2.warpAffine(occlusion, onto, (BACKGROUND_SIZE, BACKGROUND_SIZE))
@@ -182,6 +182,12 @@ def _surrounded(crop: FaceCrop) -> SurroundedCrop:
     if not isinstance(crop, SurroundedCrop):
         raise TypeError("styleganex_age works on the crops its own `crop` cuts")
     return crop
+
+
+def _recut(crop: FaceCrop, image: np.ndarray, from_frame: np.ndarray) -> FaceCrop:
+    """Another cut of the same face (`image`, cut by `from_frame`), its mesh moved there from `crop`."""
+    from_crop = _compose(from_frame, cv2.invertAffineTransform(crop.crop_from_frame))
+    return FaceCrop(image, landmarks_in_crop(crop.landmarks, from_crop), from_frame)
 
 
 def _compose(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
