@@ -41,7 +41,10 @@ class FrameColorizer:
         self.pool.session(self.model)
 
     def process_frame(self, frame: np.ndarray, time: float = 0.0) -> np.ndarray:
-        """The coloured RGB uint8 frame, blended with `frame` (RGB uint8); `time` is not used."""
+        """The coloured RGB uint8 frame, blended with `frame` (RGB uint8; an RGBA frame keeps its alpha); `time` is
+        not used."""
+        if frame.shape[2] == 4:
+            return np.dstack([self.process_frame(np.ascontiguousarray(frame[..., :3]), time), frame[..., 3:]])
         colours = self.colours(model_input(frame, self.kind, self.side))
         coloured = join_colours(frame, colours, self.kind)
         if self.blend == 100:

@@ -18,6 +18,7 @@ from slimfuse.bench.clips import make_clip
 from slimfuse.cli.main import main
 from slimfuse.config import RunConfig
 from slimfuse.live.session import LiveOptions, LiveSession
+from slimfuse.media.video_reader import VideoReader
 from slimfuse.pipeline.run import build_run
 
 
@@ -66,6 +67,22 @@ def test_the_python_api_runs_them(models_dir: Path, grace_hopper: np.ndarray) ->
     coloured = Swapper([], processors=["frame_colorizer"], frame_colorizer_blend=50, models_dir=models_dir)
     result = coloured.swap_image(grace_hopper)
     assert result.shape == grace_hopper.shape and np.abs(result.astype(int) - grace_hopper).mean() > 2
+
+
+def test_a_video_is_aged_and_coloured_frame_by_frame(tmp_path: Path, models_dir: Path, grace_hopper: np.ndarray,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _place(models_dir, "fran", "ddcolor")
+    grey = cv2.cvtColor(cv2.cvtColor(grace_hopper, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
+    clip = make_clip(tmp_path / "grey.mp4", moving_face(grey, 8), fps=8, crf=12)
+    output = tmp_path / "out.mp4"
+    code = main(["swap", "-t", str(clip), "-o", str(output), "--models-dir", str(models_dir), "--processors",
+                 "age_modifier", "frame_colorizer", "--age-modifier-direction", "-40"])
+    assert code == 0, capsys.readouterr().err
+    with VideoReader(clip) as originals, VideoReader(output) as outputs:
+        pairs = [(original.rgb, result.rgb) for original, result in zip(originals, outputs, strict=True)]
+    assert len(pairs) == 8
+    for original, result in pairs:
+        assert _chroma(result) > 3 and _chroma(original) < 1
 
 
 class Frames:

@@ -51,6 +51,16 @@ def test_a_grey_frame_gets_colours_and_keeps_its_lightness(colour_pool: ModelPoo
     assert np.abs(after[..., 0] - before[..., 0]).mean() < 1.5  # the same lightness
 
 
+def test_a_transparent_frame_keeps_its_alpha(colour_pool: ModelPool, astronaut: np.ndarray) -> None:
+    """After a background remover that made the background transparent, the colouriser colours the picture only."""
+    frame = grey(astronaut[:200, :300])
+    alpha = np.tile(np.arange(300, dtype=np.uint8)[None, :, None], (200, 1, 1))
+    colorizer = FrameColorizer(colour_pool, FrameColorizerOptions(frame_colorizer_model="deoldify"))
+    coloured = colorizer.process_frame(np.dstack([frame, alpha]), 0.0)
+    assert coloured.shape == (200, 300, 4) and np.array_equal(coloured[..., 3:], alpha)
+    assert np.array_equal(coloured[..., :3], colorizer.process_frame(frame, 0.0))
+
+
 def test_other_models_and_sizes_are_refused() -> None:
     with pytest.raises(UsageError, match="--frame-colorizer-model: invalid choice: 'gfpgan_1.4'"):
         FrameColorizerOptions(frame_colorizer_model="gfpgan_1.4")
