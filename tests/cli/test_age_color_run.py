@@ -57,6 +57,22 @@ def test_the_command_line_ages_and_colours_without_a_source(tmp_path: Path, mode
     assert _face_change(grey, result) > 5
 
 
+def test_a_picture_without_a_face_is_coloured_but_not_aged(tmp_path: Path, models_dir: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A chain of frame stages alone needs no face (FaceFusion's colouriser works on any frame); a face stage on a
+    picture without one is exit 9, as the swap is."""
+    _place(models_dir, "fran", "ddcolor")
+    picture = np.full((160, 240, 3), 120, np.uint8)
+    picture[40:120, 60:180] = 30
+    target = tmp_path / "plain.png"
+    Image.fromarray(picture).save(target)
+    common = ["swap", "-t", str(target), "--models-dir", str(models_dir), "--processors"]
+    assert main([*common, "frame_colorizer", "-o", str(tmp_path / "coloured.png")]) == 0
+    assert _chroma(np.asarray(Image.open(tmp_path / "coloured.png").convert("RGB"))) > 2
+    assert main([*common, "age_modifier", "frame_colorizer", "-o", str(tmp_path / "aged.png")]) == 9
+    assert "no face found in the target" in capsys.readouterr().err
+
+
 def test_the_python_api_runs_them(models_dir: Path, grace_hopper: np.ndarray) -> None:
     from slimfuse.api import Swapper
 
