@@ -144,7 +144,7 @@ class AgeModifierProcessor:
     def _fran(self, crops: Sequence[FaceCrop]) -> list[np.ndarray]:
         if self._ages is None:
             raise RuntimeError("the age modifier was not prepared")
-        outputs = []
+        outputs = []  # one face a call: each has its own direction, which has no batch axis
         for crop, age in zip(crops, self._ages(crops), strict=True):
             tensor = to_tensor([crop.image], self.io.mean, self.io.std)
             direction = fran_direction(age, self.direction)
@@ -152,10 +152,11 @@ class AgeModifierProcessor:
         return list(to_images(np.concatenate(outputs), self.io.output_range))
 
     def _styleganex(self, crops: Sequence[SurroundedCrop]) -> list[np.ndarray]:
-        faces = to_tensor([crop.face for crop in crops], self.io.mean, self.io.std)
-        surroundings = to_tensor([crop.surroundings for crop in crops], self.io.mean, self.io.std)
-        output = self.batcher.run(self.model, {TARGET_INPUT: faces, BACKGROUND_INPUT: surroundings},
-                                  {DIRECTION_INPUT: styleganex_direction(self.direction)})
+        direction = styleganex_direction(self.direction)  # a scalar: one face a call, as it has no batch axis
+        output = np.concatenate([self.batcher.run(self.model, {
+            TARGET_INPUT: to_tensor([crop.face], self.io.mean, self.io.std),
+            BACKGROUND_INPUT: to_tensor([crop.surroundings], self.io.mean, self.io.std)}, {DIRECTION_INPUT: direction})
+            for crop in crops])
         paste = (STYLEGANEX_PASTE_SIZE, STYLEGANEX_PASTE_SIZE)
         return [match_colours(crop.surroundings, cv2.resize(image, paste, interpolation=cv2.INTER_AREA))
                 for crop, image in zip(crops, to_images(output, self.io.output_range), strict=True)]

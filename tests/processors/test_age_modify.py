@@ -103,3 +103,16 @@ def test_a_run_changes_the_face_only_and_needs_no_source(models_dir: Path, astro
     x0, y0, x1, y1 = (int(value) for value in mesh_face("target").box)
     assert np.abs(result[y0:y1, x0:x1] - astronaut[y0:y1, x0:x1]).mean() > 5
     assert np.array_equal(result[-40:, :], astronaut[-40:, :])  # the bottom of the photo, far from the face
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_several_faces_of_a_batch_each_get_their_own_result(age_pool: ModelPool, astronaut: np.ndarray,
+                                                             model: str) -> None:
+    """One face a call (the direction has no batch axis), results in the crops' order."""
+    processor = modifier(age_pool, model)
+    crop = processor.crop(astronaut, mesh_face("target"))
+    mirrored = processor.crop(np.ascontiguousarray(astronaut[:, ::-1]), mesh_face("target"))
+    both = processor.process([crop, mirrored], None)
+    assert np.array_equal(both[0].image, processor.process([crop], None)[0].image)
+    assert np.array_equal(both[1].image, processor.process([mirrored], None)[0].image)
+    assert not np.array_equal(both[0].image, both[1].image)
