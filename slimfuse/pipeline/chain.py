@@ -134,6 +134,12 @@ class Chain:
         return tuple(processor for stage, processor in self.stages if STAGES[stage].kind == "face")  # type: ignore[misc]
 
     @property
+    def works_on_faces(self) -> bool:
+        """Whether a stage of the chain needs faces (a face stage, the face debugger): a chain of frame stages alone
+        works on any frame."""
+        return bool(self.processors) or self.debugger is not None
+
+    @property
     def frame_processors(self) -> tuple[FrameProcessor, ...]:
         return tuple(processor for stage, processor in self.stages if STAGES[stage].kind == "frame")  # type: ignore[misc]
 
