@@ -29,6 +29,7 @@ from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split
 from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, is_custom_name, is_dfm_path
 from slimfuse.models.neural.deep_swappers import DEFAULT_MODEL as DEEP_SWAPPER_DEFAULT
 from slimfuse.models.neural.deep_swappers import model_name as deep_swapper_model_name
+from slimfuse.models.neural.frame_colorizers import SIZES as FRAME_COLORIZER_SIZES
 from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
@@ -54,8 +55,9 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
     "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
-SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger",
-                                         "deep_swapper", "expression_restorer", "face_editor")
+SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "deep_swapper", "face_enhancer", "age_modifier",
+                                         "expression_restorer", "face_editor", "frame_enhancer", "frame_colorizer",
+                                         "face_debugger")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -70,6 +72,8 @@ PROCESSOR_MODELS: Mapping[str, tuple[str, str]] = MappingProxyType({
 (FaceFusion's own default for the face enhancer; for the frame enhancer, whose FaceFusion default span_kendata_x4 is
 not in the catalog, the x4 model that is)."""
 LOG_LEVELS: tuple[str, ...] = ("error", "warn", "info", "debug")
+COLORIZER_SIZES: tuple[str, ...] = tuple(f"{side}x{side}" for side in FRAME_COLORIZER_SIZES)
+"""FaceFusion's --frame-colorizer-size choices."""
 BlendMode = Literal["feather", "poisson"]
 EyeRegion = Literal["source", "target"]
 MaskType = Literal["box", "mesh", "occlusion", "area", "region"]
@@ -300,6 +304,36 @@ class DeepSwapOptions(Section):
         file = self.deep_swapper_file
         if file is not None and not is_dfm_path(str(file)):
             raise option_error("deep_swapper_file", f"must be a .dfm file, got {str(file)!r}")
+
+
+@dataclass(frozen=True)
+class AgeModifierOptions(Section):
+    title: ClassVar[str] = "the age modifier (--processors age_modifier)"
+
+    age_modifier_model: str = _model(
+        "age_modifier_model", "fran", "the age modifier's model placed with --models-dir: fran (needs the fairface "
+        "classifier for the face's age) or styleganex_age (the face with its surroundings)")
+    age_modifier_direction: int = option(
+        0, Whole(-100, 100, metavar="-100-100"), "how much older (positive) or younger (negative) each face is made; "
+        "fran: years added to the face's age, styleganex_age: the strength of its edit")
+
+
+@dataclass(frozen=True)
+class FrameColorizerOptions(Section):
+    title: ClassVar[str] = "the frame colouriser (--processors frame_colorizer)"
+
+    frame_colorizer_model: str = _model(
+        "frame_colorizer_model", "ddcolor", "the frame colouriser's model placed with --models-dir")
+    frame_colorizer_blend: int = option(
+        100, Whole(0, 100, metavar="0-100"), "how much of the coloured frame replaces the frame")
+    frame_colorizer_size: str = option(
+        "256x256", Word(COLORIZER_SIZES, metavar="|".join(COLORIZER_SIZES)), "the size the colouriser sees the "
+        "frame at (its colours are then stretched over the frame, whose own lightness is kept)")
+
+    @property
+    def side(self) -> int:
+        """The colouriser's square input side in pixels."""
+        return int(self.frame_colorizer_size.split("x")[0])
 
 
 EXPRESSION_RESTORER_AREAS: tuple[str, ...] = ("upper-face", "lower-face")
@@ -581,7 +615,8 @@ SECTIONS: Mapping[str, type[Section]] = {
     "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "deep_swap": DeepSwapOptions,
     "expression_restorer": ExpressionRestorerOptions, "face_editor": FaceEditorOptions, "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
-    "output": OutputOptions, "program": ProgramOptions,
+    "output": OutputOptions, "program": ProgramOptions, "age_modifier": AgeModifierOptions,
+    "frame_colorizer": FrameColorizerOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
     alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
@@ -617,6 +652,8 @@ class RunConfig:
     memory: MemoryOptions = MemoryOptions()
     output: OutputOptions = OutputOptions()
     program: ProgramOptions = ProgramOptions()
+    age_modifier: AgeModifierOptions = AgeModifierOptions()
+    frame_colorizer: FrameColorizerOptions = FrameColorizerOptions()
     model_variants: tuple[tuple[str, str], ...] = ()
     """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the
     `--face-*-model NAME.VARIANT` options."""

@@ -189,6 +189,31 @@ DEEP_SWAPPERS: tuple[Contract, ...] = (
 """Two of FaceFusion's published files (one with a morph input, one without, two sizes)."""
 USER_DFM = _dfm("custom/own_face_320", 320, morph=True)
 """A user's own file (placed by path or in --models-dir's custom folder)."""
+# The age modifiers (facefusion/processors/modules/age_modifier): fran takes the 1024 px face and `direction` [2];
+# styleganex_age the 256 px face, the 384 px surroundings and a scalar `direction` (FaceFusion feeds a 0-d array),
+# and gives the surroundings at 4 x 384 px in [-1, 1].
+AGE_MODIFIERS: tuple[Contract, ...] = (
+    Contract("fran", "age", (Tensor("target", (1, 3, 1024, 1024)), Tensor("direction", (2,))),
+             (Tensor("output", (1, 3, 1024, 1024)),)),
+    Contract("styleganex_age", "age", (Tensor("target", (1, 3, 256, 256)),
+                                       Tensor("target_with_background", (1, 3, 384, 384)), Tensor("direction", ())),
+             (Tensor("output", (1, 3, 1536, 1536)),), "tanh", scale=4),
+)
+
+
+def _colorizer(name: str, channels: int) -> Contract:
+    """FaceFusion's frame_colorizer feeds `input` at --frame-colorizer-size: the ddcolor family gives LAB a and b
+    (2 channels, "lab": a tanh scaled to +-COLOUR_SPREAD), the deoldify family takes 0..255 and gives RGB in 0..255
+    ("rgb255")."""
+    return Contract(name, "colorizer", (Tensor("input", (1, 3, "height", "width")),),
+                    (Tensor("output", (1, channels, "height", "width")),), "lab" if channels == 2 else "rgb255")
+
+
+FRAME_COLORIZERS: tuple[Contract, ...] = (
+    _colorizer("ddcolor", 2), _colorizer("ddcolor_artistic", 2), _colorizer("deoldify", 3),
+    _colorizer("deoldify_artistic", 3), _colorizer("deoldify_stable", 3))
+COLOUR_SPREAD = 60.0
+"""The ddcolor stand-ins' largest a and b (LAB units)."""
 
 
 # LivePortrait (facefusion/processors/modules/expression_restorer/core.py, face_editor/core.py): the extractors take
@@ -212,7 +237,7 @@ LIVE_PORTRAIT: tuple[Contract, ...] = (
 )
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *DEEP_SWAPPERS, USER_DFM, *LIVE_PORTRAIT)}
+    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIVE_PORTRAIT)}
 
 
 def seed_of(name: str) -> int:
@@ -272,11 +297,14 @@ class _Graph:
         as_float = self.node("Cast", [weight.name], to=TensorProto.FLOAT)
         return self.node("Mul", [as_float, self.weight((1, HIDDEN, 1, 1), 2.0)])
 
-    def upscaled_body(self, x: str, channels_in: int, scale: int) -> str:
+    def upscaled_body(self, x: str, channels_in: int, scale: int, conditioning: str | None = None) -> str:
         """The image body with scale x scale values per input pixel, moved into place (DepthToSpace)."""
         channels = 3 * scale * scale
         mixed = self.conv(x, channels_in, channels, 1, gain=1.5)
-        hidden = self.node("Tanh", [self.conv(x, channels_in, HIDDEN, 3, gain=2.0)])
+        hidden = self.conv(x, channels_in, HIDDEN, 3, gain=2.0)
+        if conditioning is not None:
+            hidden = self.node("Add", [hidden, conditioning])
+        hidden = self.node("Tanh", [hidden])
         detail = self.conv(hidden, HIDDEN, channels, 3, gain=1.0)
         return self.node("DepthToSpace", [self.node("Add", [mixed, detail])], blocksize=scale, mode="DCR")
 
@@ -326,6 +354,8 @@ def build(name: str) -> onnx.ModelProto:
     first = contract.inputs[0]
     if contract.kind in FACE_ANALYSIS:
         FACE_ANALYSIS[contract.kind](graph, contract)
+    elif contract.kind in EDITORS:
+        EDITORS[contract.kind](graph, contract)
     elif contract.kind in LIVE_PORTRAIT_BUILDERS:
         LIVE_PORTRAIT_BUILDERS[contract.kind](graph, contract)
     elif contract.kind == "converter":
@@ -527,6 +557,43 @@ def _build_dfm(graph: _Graph, contract: Contract) -> None:
         shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(DFM_MASK_GAIN)]),
                                      graph.constant(DFM_MASK_SHIFT)])
         graph.node("Transpose", [graph.node("Sigmoid", [shifted])], name, perm=last)
+# Face and frame editors: the age modifiers' direction (and styleganex_age's 256 px face) condition the hidden layer
+# of the picture they give, so a wrong direction, face or surroundings changes every output pixel.
+
+def _direction_vector(graph: _Graph, direction: Tensor) -> str:
+    """`direction` ([2] or a scalar) as an [1, HIDDEN, 1, 1] bias along random directions."""
+    if direction.shape == ():
+        return graph.node("Mul", [direction.name, graph.weight((1, HIDDEN, 1, 1), 2.0)])
+    row = graph.node("Reshape", [direction.name, graph.constant_ints((1, -1))])
+    projected = graph.node("MatMul", [row, graph.weight((direction.shape[0], HIDDEN), 4.0)])
+    return graph.node("Reshape", [projected, graph.constant_ints((1, HIDDEN, 1, 1))])
+
+
+def _build_age(graph: _Graph, contract: Contract) -> None:
+    direction = _direction_vector(graph, contract.inputs[-1])
+    if contract.scale == 1:
+        body = graph.image_body(contract.inputs[0].name, 3, direction)
+        graph.node("Sigmoid", [body], contract.outputs[0].name)
+        return
+    conditioning = graph.node("Add", [direction, graph.identity_vector(contract.inputs[0])])
+    body = graph.upscaled_body(contract.inputs[1].name, 3, contract.scale, conditioning)
+    graph.node("Tanh", [body], contract.outputs[0].name)
+
+
+def _build_colorizer(graph: _Graph, contract: Contract) -> None:
+    x = contract.inputs[0].name
+    if contract.activation == "lab":
+        body = graph.image_body(x, 3, None, contract.outputs[0].shape[1])  # type: ignore[arg-type]
+        graph.node("Mul", [graph.node("Tanh", [body]), graph.constant(COLOUR_SPREAD)], contract.outputs[0].name)
+        return
+    unit = graph.node("Mul", [x, graph.constant(1 / 255)])
+    body = graph.image_body(unit, 3, None)
+    graph.node("Mul", [graph.node("Sigmoid", [body]), graph.constant(255.0)], contract.outputs[0].name)
+
+
+EDITORS = {"age": _build_age, "colorizer": _build_colorizer}
+
+
 
 
 # LivePortrait graphs: each output depends on every input (the images through strided convolutions, the keypoints
