@@ -19,7 +19,7 @@ import pytest
 
 from parity import standins
 from parity.faces import mesh_face
-from parity.reference import MAX_PIXELS, Figures, mask_float, recorded, standin_pool
+from parity.reference import MAX_PIXELS, Figures, compare_where_masks_whole, paste_box, mask_float, recorded, standin_pool
 from processor_parts import box_masker
 from slimfuse.config import ExpressionRestorerOptions
 from slimfuse.faces.align import transform_points
@@ -46,10 +46,6 @@ def restorer(pool: ModelPool, factor: int = 80, areas: tuple[str, ...] = SETTING
     options = replace(ExpressionRestorerOptions(), expression_restorer_factor=factor, expression_restorer_areas=areas)
     return ExpressionRestorer(pool, options, box_masker(pool).for_enhancer())
 
-
-def paste_box(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
-    x1, y1, x2, y2 = (int(value) for value in box)
-    return frame[y1:y2, x1:x2]
 
 
 def test_crops(parity_pool: ModelPool, astronaut: np.ndarray, figures: Figures) -> None:
@@ -99,17 +95,8 @@ def test_end_to_end(parity_pool: ModelPool, astronaut: np.ndarray, figures: Figu
     crop = replace(crop, original=processor.crop(astronaut, mesh_face("target")).image)
     result = processor.process([crop], None)[0]
     frame = paste_back(current, result.image, result.alpha, crop.crop_from_frame)
-    x1, y1, x2, y2 = (int(value) for value in reference["paste_box"])
-    box_from_crop = np.vstack([reference["matrix"], [0, 0, 1]]) @ np.array([[1, 0, x1], [0, 1, y1], [0, 0, 1]])
-    whole = (reference["box_mask"] == 255).astype(np.float32)
-    inside = cv2.warpAffine(whole, box_from_crop[:2], (x2 - x1, y2 - y1),
-                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP) == 1
-    assert inside.mean() > 0.2
-    figures.image(AREA, MODEL, "restored face where both masks are 1 (slimfuse's stages chained)",
-                  paste_box(frame, reference["paste_box"])[inside], reference["frame"][inside])
-    outside = np.ones(current.shape[:2], dtype=bool)
-    outside[y1:y2, x1:x2] = False
-    assert np.array_equal(frame[outside], current[outside])
+    stage = "restored face where both masks are 1 (slimfuse's stages chained)"
+    compare_where_masks_whole(figures, AREA, MODEL, stage, current, frame, reference, reference["frame"])
 
 
 def test_without_the_original_the_current_face_is_read(parity_pool: ModelPool, astronaut: np.ndarray) -> None:

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from parity.faces import mesh_face_68
-from parity.reference import MAX_PIXELS, Figures, geometry, mask_float, psnr, recorded, standin_pool
+from parity.reference import (MAX_PIXELS, Figures, compare_where_masks_whole, geometry, mask_float, paste_box, psnr,
+                              recorded, standin_pool)
 from processor_parts import box_masker
 from slimfuse.config import FaceEditorOptions
 from slimfuse.faces.align import transform_points
@@ -58,10 +59,6 @@ def editor(pool: ModelPool, values: dict[str, float] | None = None) -> FaceEdito
 def points_68() -> np.ndarray:
     return np.asarray(geometry()["target"]["landmark_68"], dtype=np.float64)
 
-
-def paste_box(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
-    x1, y1, x2, y2 = (int(value) for value in box)
-    return frame[y1:y2, x1:x2]
 
 
 def test_crop(parity_pool: ModelPool, astronaut: np.ndarray, figures: Figures) -> None:
@@ -109,17 +106,8 @@ def test_end_to_end_with_values_changed_while_it_runs(parity_pool: ModelPool, as
     crop = processor.crop(astronaut, mesh_face_68("target"))
     result = processor.process([crop], None)[0]
     frame = paste_back(astronaut, result.image, result.alpha, crop.crop_from_frame)
-    x1, y1, x2, y2 = (int(value) for value in reference["paste_box"])
-    box_from_crop = np.vstack([reference["matrix"], [0, 0, 1]]) @ np.array([[1, 0, x1], [0, 1, y1], [0, 0, 1]])
-    whole = (reference["box_mask"] == 255).astype(np.float32)
-    inside = cv2.warpAffine(whole, box_from_crop[:2], (x2 - x1, y2 - y1),
-                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP) == 1
-    assert inside.mean() > 0.2
-    figures.image(AREA, MODEL, "edited face where both masks are 1 (slimfuse's stages chained)",
-                  paste_box(frame, reference["paste_box"])[inside], reference["frame"][inside])
-    outside = np.ones(astronaut.shape[:2], dtype=bool)
-    outside[y1:y2, x1:x2] = False
-    assert np.array_equal(frame[outside], astronaut[outside])
+    stage = "edited face where both masks are 1 (slimfuse's stages chained)"
+    compare_where_masks_whole(figures, AREA, MODEL, stage, astronaut, frame, reference, reference["frame"])
 
 
 def test_a_live_edit_is_checked(parity_pool: ModelPool) -> None:
