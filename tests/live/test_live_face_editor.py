@@ -12,31 +12,12 @@ import numpy as np
 import pytest
 
 from parity import standins
+from live.said import Said
 from slimfuse.config import RunConfig
 from slimfuse.live.controls import Controls, LiveLoop
 from slimfuse.pipeline.run import Run, build_run
 from slimfuse.serve.live_socket import _checked_edits
 from slimfuse.serve.live_worker import apply_control
-
-
-class Said(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[tuple[int, str]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append((record.levelno, record.getMessage()))
-
-
-@pytest.fixture
-def said() -> Iterator[Said]:
-    logger, handler = logging.getLogger("slimfuse.live.controls"), Said()
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler
-    logger.removeHandler(handler)
-    logger.setLevel(level)
 
 
 @pytest.fixture
