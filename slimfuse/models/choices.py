@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from types import MappingProxyType
 
 from slimfuse.errors import UsageError
+from slimfuse.models.neural.age_modifiers import AGE_MODIFIER_NAMES
 from slimfuse.models.neural.background_removers import BACKGROUND_REMOVER_NAMES
 from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.neural.frame_colorizers import FRAME_COLORIZER_NAMES
 from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
 from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
 from slimfuse.models.neural.recognizers import ARCFACE
@@ -73,6 +75,8 @@ MODEL_CHOICES: dict[str, ModelChoices] = {
     "frame_enhancer_model": ModelChoices([NO_MODEL, *FRAME_ENHANCER_NAMES]),
     "face_occluder_model": ModelChoices(OCCLUDER_NAMES),
     "face_parser_model": ModelChoices(PARSER_NAMES),
+    "age_modifier_model": ModelChoices(AGE_MODIFIER_NAMES),
+    "frame_colorizer_model": ModelChoices(FRAME_COLORIZER_NAMES),
     "background_remover_model": ModelChoices([SELFIE_SEGMENTATION, *BACKGROUND_REMOVER_NAMES]),
 }
 """The options that name a model, and their choices; each also takes CHOICE.VARIANT, a stored variant."""

@@ -56,8 +56,8 @@ class FrameLoop:
         next frame can be analysed while this one renders. A chain of frame stages alone (a background remover)
         needs no faces: none are looked for."""
         self._frames += 1
-        if not self.chain.processors and self.chain.debugger is None:
-            return []
+        if not self.chain.works_on_faces:
+            return []  # a chain of frame stages alone: no face is looked for
         tracks = self.tracker.update(rgb, time)
         self.reuse.forget({track.id for track in self.tracker.tracks})  # ended tracks free their cache
         chosen = self.selector.select(tracks, lambda track: self.tracker.descriptor(rgb, track),

@@ -223,7 +223,9 @@ def provenance_label(config: RunConfig) -> ProvenanceLabel | None:
 
 def run_models(config: RunConfig, spec: ChainSpec, catalog: Catalog) -> tuple[str, ...]:
     """Every catalog model a run of `config` (with its chain `spec`) loads, each once, in first-use order: what the
-    analysis and the processor chain declare."""
+    analysis (when a stage needs faces) and the processor chain declare."""
+    if not spec.works_on_faces:
+        return spec.models(catalog)
     faces = config.faces
     classifier = (FAIRFACE,) if faces.classified else ()
     return tuple(dict.fromkeys([*FaceAnalyser.models_for(faces.face_detector_model),

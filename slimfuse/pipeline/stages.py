@@ -16,12 +16,17 @@ from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.neural.frame_enhancers import SCALES
+from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.pool import ModelPool
+from slimfuse.processors.age_modify import AgeModifierProcessor
 from slimfuse.processors.background import BackgroundRemover
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
 from slimfuse.processors.deep_swap import DeepSwapProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
+from slimfuse.processors.frame_colorize import FrameColorizer
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
+from slimfuse.processors.live_portrait.editor import FaceEditor
+from slimfuse.processors.live_portrait.restorer import ExpressionRestorer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
@@ -115,6 +120,45 @@ def _build_deep_swapper(context: StageContext) -> FaceProcessor:
         return DeepSwapProcessor(context.pool, options, context.masker, context.batcher)
     except ValueError as exc:
         raise UsageError(detail=f"--deep-swapper-model {options.model}: {exc}") from exc
+def _age_modifier_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (*AgeModifierProcessor.models_for(config.age_modifier.age_modifier_model),
+            *FaceMasker.models_for(config.masks))
+
+
+def _build_age_modifier(context: StageContext) -> FaceProcessor:
+    options = context.config.age_modifier
+    try:
+        return AgeModifierProcessor(context.pool, options, context.masker.for_enhancer(), context.batcher)
+    except ValueError as exc:
+        raise UsageError(detail=f"--age-modifier-model {options.age_modifier_model}: {exc}") from exc
+
+
+def _frame_colorizer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (config.frame_colorizer.frame_colorizer_model,)
+
+
+def _build_frame_colorizer(context: StageContext) -> FrameProcessor:
+    options = context.config.frame_colorizer
+    try:
+        return FrameColorizer(context.pool, options)
+    except ValueError as exc:
+        raise UsageError(detail=f"--frame-colorizer-model {options.frame_colorizer_model}: {exc}") from exc
+
+
+def _restorer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (*RESTORER_MODELS[config.expression_restorer.expression_restorer_model], *FaceMasker.models_for(config.masks))
+
+
+def _build_restorer(context: StageContext) -> FaceProcessor:
+    return ExpressionRestorer(context.pool, context.config.expression_restorer, context.masker.for_enhancer())
+
+
+def _editor_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return EDITOR_MODELS[config.face_editor.face_editor_model]
+
+
+def _build_editor(context: StageContext) -> FaceProcessor:
+    return FaceEditor(context.pool, context.config.face_editor, context.masker.box_only())
 
 
 def _background_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
@@ -131,6 +175,10 @@ STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "face_enhancer": StageEntry("face", _enhancer_models, _build_enhancer),
     "frame_enhancer": StageEntry("frame", _frame_enhancer_models, _build_frame_enhancer),
     "deep_swapper": StageEntry("face", _deep_swapper_models, _build_deep_swapper),
+    "age_modifier": StageEntry("face", _age_modifier_models, _build_age_modifier),
+    "frame_colorizer": StageEntry("frame", _frame_colorizer_models, _build_frame_colorizer),
+    "expression_restorer": StageEntry("face", _restorer_models, _build_restorer),
+    "face_editor": StageEntry("face", _editor_models, _build_editor),
     "background_remover": StageEntry("frame", _background_models, _build_background_remover),
 })
 """Every stage but the face debugger, which draws last what the others did (pipeline/chain.py); one for each of

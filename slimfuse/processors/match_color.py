@@ -12,7 +12,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-SMALLEST_SCALE = 16
+from slimfuse.processors.color import match_colours as carried_colours
+
 SCALES = 3
 HISTOGRAM_BINS = (50, 60)
 """Hue and saturation bins of the histograms compared."""
@@ -21,7 +22,7 @@ HISTOGRAM_BINS = (50, 60)
 def match_colours(original: np.ndarray, generated: np.ndarray) -> np.ndarray:
     """`generated` (RGB uint8) with `original`'s colours, blended by their histograms' agreement (module doc)."""
     agreement = histogram_agreement(original, generated)
-    matched = _transfer(original, generated)
+    matched = carried_colours(original, generated, SCALES)
     return cv2.addWeighted(generated, 1.0 - agreement, matched, agreement, 0)
 
 
@@ -31,21 +32,3 @@ def histogram_agreement(first: np.ndarray, second: np.ndarray) -> float:
                                [0, 180, 0, 256]) for image in (first, second)]
     correlation = cv2.compareHist(histograms[0], histograms[1], cv2.HISTCMP_CORREL)
     return float(np.interp(correlation, (-1.0, 1.0), (0.0, 1.0)))
-
-
-def _transfer(original: np.ndarray, generated: np.ndarray) -> np.ndarray:
-    height, width = generated.shape[:2]
-    carried = original
-    for side in np.linspace(SMALLEST_SCALE, height, SCALES, endpoint=False):
-        even = int(round(side / 2)) * 2
-        carried = _with_low_frequencies(carried, generated, (even, even))
-    return carried
-
-
-def _with_low_frequencies(source: np.ndarray, target: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """`target` plus the difference of `source` and `target` at `size` (width, height), enlarged bicubically."""
-    small_source = cv2.resize(source, size, interpolation=cv2.INTER_AREA).astype(np.float32)
-    small_target = cv2.resize(target, size, interpolation=cv2.INTER_AREA).astype(np.float32)
-    difference = cv2.resize(small_source - small_target, (target.shape[1], target.shape[0]),
-                            interpolation=cv2.INTER_CUBIC)
-    return np.clip(target + difference, 0, 255).astype(np.uint8)

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from slimfuse.config import MaskOptions
+from slimfuse.config import MaskOptions, MaskType
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceCrop
@@ -61,6 +61,11 @@ class FaceMasker:
         points_68 = [landmarks_68(crop.landmarks) for crop in crops] if "area" in types else None
         return crop_masks(images, self.options, occluder=occluder, parser=parser, mesh=mesh, points_68=points_68)
 
+    def only(self, *types: MaskType) -> FaceMasker | None:
+        """A masker of those of its selected types that are among `types` (None: it selects none of them)."""
+        kept = tuple(name for name in self.options.face_mask_types if name in types)
+        return FaceMasker(self.pool, replace(self.options, face_mask_types=kept), self.oval) if kept else None
+
     def for_enhancer(self) -> FaceMasker:
         """The face enhancer's masker, as FaceFusion has it: the box with the blur but no padding, and the
         occlusion mask when selected; not the mesh oval, the areas or the regions, so hair and the face's edge are
@@ -68,3 +73,8 @@ class FaceMasker:
         kept = tuple(name for name in self.options.face_mask_types if name == "occlusion")
         return FaceMasker(self.pool, replace(self.options, face_mask_types=("box", *kept),
                                              face_mask_padding=(0, 0, 0, 0)), self.oval)
+
+    def box_only(self) -> FaceMasker:
+        """The box with the blur and no padding, alone (FaceFusion's face editor pastes with that only)."""
+        return FaceMasker(self.pool, replace(self.options, face_mask_types=("box",), face_mask_padding=(0, 0, 0, 0)),
+                          self.oval)

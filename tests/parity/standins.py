@@ -190,6 +190,52 @@ DEEP_SWAPPERS: tuple[Contract, ...] = (
 """Two of FaceFusion's published files (one with a morph input, one without, two sizes)."""
 USER_DFM = _dfm("custom/own_face_320", 320, morph=True)
 """A user's own file (placed by path or in --models-dir's custom folder)."""
+# The age modifiers (facefusion/processors/modules/age_modifier): fran takes the 1024 px face and `direction` [2];
+# styleganex_age the 256 px face, the 384 px surroundings and a scalar `direction` (FaceFusion feeds a 0-d array),
+# and gives the surroundings at 4 x 384 px in [-1, 1].
+AGE_MODIFIERS: tuple[Contract, ...] = (
+    Contract("fran", "age", (Tensor("target", (1, 3, 1024, 1024)), Tensor("direction", (2,))),
+             (Tensor("output", (1, 3, 1024, 1024)),)),
+    Contract("styleganex_age", "age", (Tensor("target", (1, 3, 256, 256)),
+                                       Tensor("target_with_background", (1, 3, 384, 384)), Tensor("direction", ())),
+             (Tensor("output", (1, 3, 1536, 1536)),), "tanh", scale=4),
+)
+
+
+def _colorizer(name: str, channels: int) -> Contract:
+    """FaceFusion's frame_colorizer feeds `input` at --frame-colorizer-size: the ddcolor family gives LAB a and b
+    (2 channels, "lab": a tanh scaled to +-COLOUR_SPREAD), the deoldify family takes 0..255 and gives RGB in 0..255
+    ("rgb255")."""
+    return Contract(name, "colorizer", (Tensor("input", (1, 3, "height", "width")),),
+                    (Tensor("output", (1, channels, "height", "width")),), "lab" if channels == 2 else "rgb255")
+
+
+FRAME_COLORIZERS: tuple[Contract, ...] = (
+    _colorizer("ddcolor", 2), _colorizer("ddcolor_artistic", 2), _colorizer("deoldify", 3),
+    _colorizer("deoldify_artistic", 3), _colorizer("deoldify_stable", 3))
+COLOUR_SPREAD = 60.0
+"""The ddcolor stand-ins' largest a and b (LAB units)."""
+
+
+# LivePortrait (facefusion/processors/modules/expression_restorer/core.py, face_editor/core.py): the extractors take
+# the 512 px crop halved, RGB / 255; FaceFusion reads the motion extractor's seven outputs by position (pitch, yaw and
+# roll one number each: it hands them to scipy's from_euler), the generator's first output [1, 3, 512, 512] in 0..1.
+LP_IMAGE = Tensor("input", (1, 3, 256, 256))
+LP_POINTS = (1, 21, 3)
+LIVE_PORTRAIT: tuple[Contract, ...] = (
+    Contract("live_portrait_feature_extractor", "lp_features", (LP_IMAGE,),
+             (Tensor("feature_volume", (1, 32, 16, 64, 64)),)),
+    Contract("live_portrait_motion_extractor", "lp_motion", (LP_IMAGE,), (
+        Tensor("pitch", ()), Tensor("yaw", ()), Tensor("roll", ()), Tensor("scale", (1, 1)),
+        Tensor("translation", (1, 3)), Tensor("expression", LP_POINTS), Tensor("motion_points", LP_POINTS))),
+    Contract("live_portrait_generator", "lp_generator", (
+        Tensor("feature_volume", (1, 32, 16, 64, 64)), Tensor("source", LP_POINTS), Tensor("target", LP_POINTS)),
+        (Tensor("output", (1, 3, 512, 512)),)),
+    Contract("live_portrait_stitcher", "lp_stitcher", (Tensor("source", LP_POINTS), Tensor("target", LP_POINTS)),
+             (Tensor("output", LP_POINTS),)),
+    Contract("live_portrait_eye_retargeter", "lp_retargeter", (Tensor("input", (1, 66)),), (Tensor("output", (1, 63)),)),
+    Contract("live_portrait_lip_retargeter", "lp_retargeter", (Tensor("input", (1, 65)),), (Tensor("output", (1, 63)),)),
+)
 
 
 # Background removers (facefusion/processors/modules/background_remover/core.py): FaceFusion feeds `input`, the
@@ -214,7 +260,7 @@ REMOVERS: tuple[Contract, ...] = (
 )
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *DEEP_SWAPPERS, USER_DFM, *REMOVERS)}
+    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIVE_PORTRAIT, *REMOVERS)}
 
 
 def seed_of(name: str) -> int:
@@ -274,11 +320,14 @@ class _Graph:
         as_float = self.node("Cast", [weight.name], to=TensorProto.FLOAT)
         return self.node("Mul", [as_float, self.weight((1, HIDDEN, 1, 1), 2.0)])
 
-    def upscaled_body(self, x: str, channels_in: int, scale: int) -> str:
+    def upscaled_body(self, x: str, channels_in: int, scale: int, conditioning: str | None = None) -> str:
         """The image body with scale x scale values per input pixel, moved into place (DepthToSpace)."""
         channels = 3 * scale * scale
         mixed = self.conv(x, channels_in, channels, 1, gain=1.5)
-        hidden = self.node("Tanh", [self.conv(x, channels_in, HIDDEN, 3, gain=2.0)])
+        hidden = self.conv(x, channels_in, HIDDEN, 3, gain=2.0)
+        if conditioning is not None:
+            hidden = self.node("Add", [hidden, conditioning])
+        hidden = self.node("Tanh", [hidden])
         detail = self.conv(hidden, HIDDEN, channels, 3, gain=1.0)
         return self.node("DepthToSpace", [self.node("Add", [mixed, detail])], blocksize=scale, mode="DCR")
 
@@ -328,6 +377,10 @@ def build(name: str) -> onnx.ModelProto:
     first = contract.inputs[0]
     if contract.kind in FACE_ANALYSIS:
         FACE_ANALYSIS[contract.kind](graph, contract)
+    elif contract.kind in EDITORS:
+        EDITORS[contract.kind](graph, contract)
+    elif contract.kind in LIVE_PORTRAIT_BUILDERS:
+        LIVE_PORTRAIT_BUILDERS[contract.kind](graph, contract)
     elif contract.kind == "converter":
         matrix = graph.weight((512, 512), 1.0 / np.sqrt(512))
         product = graph.node("MatMul", [first.name, matrix])
@@ -544,3 +597,139 @@ def _build_dfm(graph: _Graph, contract: Contract) -> None:
         shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(DFM_MASK_GAIN)]),
                                      graph.constant(DFM_MASK_SHIFT)])
         graph.node("Transpose", [graph.node("Sigmoid", [shifted])], name, perm=last)
+# Face and frame editors: the age modifiers' direction (and styleganex_age's 256 px face) condition the hidden layer
+# of the picture they give, so a wrong direction, face or surroundings changes every output pixel.
+
+def _direction_vector(graph: _Graph, direction: Tensor) -> str:
+    """`direction` ([2] or a scalar) as an [1, HIDDEN, 1, 1] bias along random directions."""
+    if direction.shape == ():
+        return graph.node("Mul", [direction.name, graph.weight((1, HIDDEN, 1, 1), 2.0)])
+    row = graph.node("Reshape", [direction.name, graph.constant_ints((1, -1))])
+    projected = graph.node("MatMul", [row, graph.weight((direction.shape[0], HIDDEN), 4.0)])
+    return graph.node("Reshape", [projected, graph.constant_ints((1, HIDDEN, 1, 1))])
+
+
+def _build_age(graph: _Graph, contract: Contract) -> None:
+    direction = _direction_vector(graph, contract.inputs[-1])
+    if contract.scale == 1:
+        body = graph.image_body(contract.inputs[0].name, 3, direction)
+        graph.node("Sigmoid", [body], contract.outputs[0].name)
+        return
+    conditioning = graph.node("Add", [direction, graph.identity_vector(contract.inputs[0])])
+    body = graph.upscaled_body(contract.inputs[1].name, 3, contract.scale, conditioning)
+    graph.node("Tanh", [body], contract.outputs[0].name)
+
+
+def _build_colorizer(graph: _Graph, contract: Contract) -> None:
+    x = contract.inputs[0].name
+    if contract.activation == "lab":
+        body = graph.image_body(x, 3, None, contract.outputs[0].shape[1])  # type: ignore[arg-type]
+        graph.node("Mul", [graph.node("Tanh", [body]), graph.constant(COLOUR_SPREAD)], contract.outputs[0].name)
+        return
+    unit = graph.node("Mul", [x, graph.constant(1 / 255)])
+    body = graph.image_body(unit, 3, None)
+    graph.node("Mul", [graph.node("Sigmoid", [body]), graph.constant(255.0)], contract.outputs[0].name)
+
+
+EDITORS = {"age": _build_age, "colorizer": _build_colorizer}
+
+
+
+
+# LivePortrait graphs: each output depends on every input (the images through strided convolutions, the keypoints
+# through random projections), in the ranges the real models give (head angles of tens of degrees, expressions of a
+# few hundredths, so that FaceFusion's expression limits clip some of them).
+
+def _flat_image(graph: _Graph, x: str, steps: int) -> tuple[str, int]:
+    """The image through `steps` 3x3 convolutions of stride 2, flattened: (name, width)."""
+    channels, side = 3, 256
+    for _ in range(steps):
+        x = graph.node("Tanh", [graph.conv(x, channels, HIDDEN, 3, gain=2.0, stride=2)])
+        channels, side = HIDDEN, side // 2
+    return graph.node("Flatten", [x], axis=1), HIDDEN * side * side
+
+
+def _projected(graph: _Graph, x: str, width: int, out: int, gain: float, spread: float = 1.5) -> str:
+    """tanh of a random projection (weights of std spread / sqrt(width)) of the [1, width] row `x` to [1, out],
+    times `gain`."""
+    product = graph.node("Add", [graph.node("MatMul", [x, graph.weight((width, out), spread / np.sqrt(width))]),
+                                 graph.weight((out,), 0.3)])
+    return graph.node("Mul", [graph.node("Tanh", [product]), graph.constant(gain)])
+
+
+def _build_lp_features(graph: _Graph, contract: Contract) -> None:
+    x = contract.inputs[0].name
+    for channels in (3, HIDDEN):
+        x = graph.node("Tanh", [graph.conv(x, channels, HIDDEN, 3, gain=2.0, stride=2)])
+    volume = graph.conv(x, HIDDEN, 32 * 16, 1, gain=1.5)
+    graph.node("Reshape", [volume, graph.constant_ints((1, 32, 16, 64, 64))], contract.outputs[0].name)
+
+
+LP_EXPRESSION_SPREAD = (0.015, 0.015, 0.0001) * 21
+"""An expression's x, y and z values either side of 0: well inside LivePortrait's limits (FaceFusion's clip), so the
+editor's moves show rather than being clipped away."""
+LP_MOTION_PARTS = ((1, 25.0, 0.0), (1, 20.0, 0.0), (1, 15.0, 0.0), (1, 0.2, 1.0), (3, 0.05, 0.0),
+                   (63, LP_EXPRESSION_SPREAD, 0.0), (63, 0.4, 0.0))
+"""The motion extractor's outputs in order: (values, range either side, centre)."""
+
+
+def _build_lp_motion(graph: _Graph, contract: Contract) -> None:
+    flat, width = _flat_image(graph, contract.inputs[0].name, 5)
+    for (count, spread, centre), tensor in zip(LP_MOTION_PARTS, contract.outputs, strict=True):
+        values = graph.node("Mul", [_projected(graph, flat, width, count, 1.0), _constant(graph, [spread])])
+        part = graph.node("Add", [values, graph.constant(centre)])
+        graph.node("Reshape", [part, graph.constant_ints(tensor.shape)], tensor.name)
+
+
+LP_FINE_GAIN = 400.0
+"""The keypoints' difference also enters a sine at this gain: the finest expression edits move keypoints by
+thousandths, and a sine, unlike a tanh, still shows them beside the head's turns (tenths)."""
+
+
+def _points_row(graph: _Graph, names: Sequence[str]) -> tuple[str, str]:
+    """The two [1, 21, 3] inputs flattened side by side with their difference scaled by 20, and the difference."""
+    rows = [graph.node("Reshape", [name, graph.constant_ints((1, 63))]) for name in names]
+    difference = graph.node("Sub", rows)
+    scaled = graph.node("Mul", [difference, graph.constant(20.0)])
+    return graph.node("Concat", [*rows, scaled], axis=1), difference
+
+
+def _build_lp_generator(graph: _Graph, contract: Contract) -> None:
+    volume, source, target = (tensor.name for tensor in contract.inputs)
+    planar = graph.node("Reshape", [volume, graph.constant_ints((1, 512, 64, 64))])
+    hidden = graph.conv(planar, 512, HIDDEN, 1, gain=2.0)
+    row, difference = _points_row(graph, (source, target))
+    coarse = _projected(graph, row, 3 * 63, HIDDEN, 2.0)
+    fine = graph.node("Sin", [graph.node("MatMul", [graph.node("Mul", [difference, graph.constant(LP_FINE_GAIN)]),
+                                                    graph.weight((63, HIDDEN), 1.0 / np.sqrt(63))])])
+    motion = graph.node("Add", [coarse, fine])
+    hidden = graph.node("Tanh", [graph.node("Add", [hidden, graph.node("Reshape", [
+        motion, graph.constant_ints((1, HIDDEN, 1, 1))])])])
+    detail = graph.conv(hidden, HIDDEN, 3 * 64, 3, gain=1.5)
+    upscaled = graph.node("DepthToSpace", [detail], blocksize=8, mode="DCR")
+    graph.node("Sigmoid", [upscaled], contract.outputs[0].name)
+
+
+def _build_lp_stitcher(graph: _Graph, contract: Contract) -> None:
+    source, target = (tensor.name for tensor in contract.inputs)
+    change = _projected(graph, _points_row(graph, (source, target))[0], 3 * 63, 63, 0.01)
+    moved = graph.node("Add", [graph.node("Reshape", [source, graph.constant_ints((1, 63))]), change])
+    graph.node("Reshape", [moved, graph.constant_ints((1, 21, 3))], contract.outputs[0].name)
+
+
+def _build_lp_retargeter(graph: _Graph, contract: Contract) -> None:
+    row = contract.inputs[0]
+    change = _projected(graph, row.name, int(row.shape[1]), 63, 0.05, spread=6.0)
+    graph.node("Identity", [change], contract.outputs[0].name)
+
+
+LIVE_PORTRAIT_BUILDERS = {"lp_features": _build_lp_features, "lp_motion": _build_lp_motion,
+                          "lp_generator": _build_lp_generator, "lp_stitcher": _build_lp_stitcher,
+                          "lp_retargeter": _build_lp_retargeter}
+
+
+def worked_on(frame: np.ndarray) -> np.ndarray:
+    """The frame the expression restorer is given as what the stages before it made of `frame` (uint8, RGB or BGR
+    alike): the picture moved 2 px down and 3 px right, darkened and lifted, so its face reads another expression."""
+    moved = np.roll(frame, (2, 3), axis=(0, 1)).astype(np.float64)
+    return np.clip(np.rint(moved * 0.85 + 20.0), 0, 255).astype(np.uint8)
