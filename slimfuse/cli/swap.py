@@ -51,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
     config.check_alpha()
     check_output(args.output, args.target, config.inputs, alpha=config.transparent_output)
     from slimfuse.pipeline.jobs import swap_job  # heavy: only the swap itself needs it
-    from slimfuse.pipeline.chain import ChainSpec
 
     progress = Progress(total=None, quiet=args.quiet, log_format=args.log_format)
     result = swap_job(config, args.target, args.output, args.report, progress, make_variants=True)
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     summary = result.summary()
     if is_video(args.target):
         progress.finish(output=str(result.output), **summary)
-    elif ChainSpec.of(config).works_on_faces:  # frame stages alone look for no faces
+    else:
         found, chosen = summary["faces_found"], summary["faces_swapped"]
         done = "swapped" if config.needs_source else "processed"  # a chain without the face swapper changes, not swaps
         LOG.info(f"{args.target}: {found} face{'s' * (found != 1)} found, {chosen} {done}")
