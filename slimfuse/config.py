@@ -416,7 +416,7 @@ class BackgroundOptions(Section):
         "(selfie_segmentation: embedded, offline; the others are FaceFusion's, placed by the user)")
     background_remover_fill_color: Color = option(
         (0, 0, 0, 0), Items(Whole(0, 255), most=4, metavar="0-255"), "the colour laid over the background: red "
-        "green blue alpha (alpha 255: a solid colour; 0 and no blur: a transparent background, PNG or WebM only)")
+        "green blue alpha (alpha 255: a solid colour; 0 and no blur: a transparent background, for PNG, WebP or WebM)")
     background_remover_blur: int = option(
         0, Whole(0, 200, metavar="PX"), "blur the background by this many pixels (Gaussian sigma) instead of "
         "making it transparent; the fill colour goes over it at its alpha")

@@ -3,6 +3,7 @@ hand-checked masks), and each background (transparent, colour, blur, a half-opaq
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,3 +83,13 @@ def test_colours_are_read_as_facefusion_reads_them() -> None:
     assert not RunConfig.from_options(background_remover_fill_color=[0, 0, 255]).background.transparent
     config = RunConfig.from_options(processors=["background_remover"])
     assert config.transparent_output and not config.needs_source
+
+
+def test_facefusions_ini_keys(tmp_path: Path) -> None:
+    ini = tmp_path / "facefusion.ini"
+    ini.write_text("[processors]\nbackground_remover_model = modnet\nbackground_remover_fill_color = 0 255 0\n"
+                   "background_remover_despill_color =\n")
+    options = RunConfig.from_options(config_path=ini).background
+    assert options.background_remover_model == "modnet"
+    assert options.background_remover_fill_color == (0, 255, 0, 255)
+    assert options.background_remover_despill_color == (0, 0, 0, 0)
