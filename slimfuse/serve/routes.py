@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
 from slimfuse.config import OPTIONS, SECTIONS
+from slimfuse.media.formats import ALPHA_SUFFIXES
 from slimfuse.models.choices import MESH_SWAPPER
 from slimfuse.models.store import Store, default_home
 from slimfuse.options import for_audience
@@ -164,9 +165,12 @@ def _planned(request: Request, body: JobRequest, budget: bool) -> tuple[dict[str
     target = _asset(request, body.target)
     options = job_options(body.options, settings.memory_budget_mb) if budget else client_options(body.options)
     paths = [store.asset_path(asset) for asset in sources]
-    _, planned = plan_job(paths, store.asset_path(target), options, settings.models_dir)
+    config, planned = plan_job(paths, store.asset_path(target), options, settings.models_dir)
+    suffix = target["suffix"]
+    if config.transparent_output and suffix.lower() not in ALPHA_SUFFIXES:  # a transparent background keeps its alpha
+        suffix = ".png" if target["kind"] == "image" else ".webm"
     stored = {"sources": [_relative(store, path) for path in paths], "target": _relative(store, store.asset_path(target)),
-              "kind": target["kind"], "suffix": target["suffix"], "options": options,
+              "kind": target["kind"], "suffix": suffix, "options": options,
               "source_ids": body.sources, "target_id": body.target,
               "reference": None if body.reference is None else body.reference.model_dump()}
     return stored, planned
