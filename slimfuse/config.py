@@ -264,6 +264,25 @@ class EnhanceOptions(Section):
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
 
 
+@dataclass(frozen=True)
+class LipSyncOptions(Section):
+    """The lip syncer (--processors ... lip_syncer): the target video's mouth follows a sound."""
+
+    title: ClassVar[str] = "the lip syncer"
+
+    lip_syncer_model: str = _model(
+        "lip_syncer_model", "wav2lip_gan_96", "the lip sync model placed with --models-dir: wav2lip_96 and "
+        "wav2lip_gan_96 redraw the lower face at 96 px, edtalk_256 the whole face at 256 px")
+    lip_syncer_weight: float = option(
+        0.5, Number(0, 1, metavar="0-1"), "how far the lips follow the sound (FaceFusion's weight): wav2lip hears "
+        "the sound 2 x this loud (as it is at 0.5), edtalk takes it as its weight input", video=True)
+    source_audio: Path | None = option(
+        None, FilePath(metavar="FILE"), "the sound the lips follow (an audio file or a video), which the output "
+        "video carries instead of the target's; FaceFusion's way works too: a sound file (.wav .mp3 .flac .m4a "
+        ".ogg .opus) among -s/--source-paths", who=OWNER, video=True,
+        default_text="the first sound file or video among the sources")
+
+
 def padding_from(values: Sequence[int]) -> Padding:
     """1 to 4 values as in CSS (and FaceFusion): all sides; vertical horizontal; top horizontal bottom; or
     top right bottom left."""
@@ -485,7 +504,7 @@ class ProgramOptions(Section):
 SECTIONS: Mapping[str, type[Section]] = {
     "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
-    "output": OutputOptions, "program": ProgramOptions,
+    "output": OutputOptions, "program": ProgramOptions, "lip_sync": LipSyncOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
     alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
@@ -518,6 +537,7 @@ class RunConfig:
     memory: MemoryOptions = MemoryOptions()
     output: OutputOptions = OutputOptions()
     program: ProgramOptions = ProgramOptions()
+    lip_sync: LipSyncOptions = LipSyncOptions()
     model_variants: tuple[tuple[str, str], ...] = ()
     """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the
     `--face-*-model NAME.VARIANT` options."""

@@ -15,6 +15,8 @@ PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "sl
 CONTAINERS = {".mp4": "mp4", ".m4v": "mp4", ".mov": "mov", ".mkv": "matroska", ".webm": "webm", ".avi": "avi"}
 IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".bmp": "BMP"}
 """Image files by extension, and their PIL format."""
+AUDIO_SUFFIXES: tuple[str, ...] = (".flac", ".m4a", ".mp3", ".ogg", ".opus", ".wav")
+"""Sound files by extension (FaceFusion's audio formats): a source path of these is the lip syncer's sound."""
 FRAME_FORMATS = ("jpg", "png", "bmp")
 """The image formats disk mode (--temp-frame-format) writes its frames in."""
 

@@ -15,6 +15,7 @@ from slimfuse.errors import UsageError
 from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
+from slimfuse.models.neural.lip_syncers import LIP_SYNCER_NAMES
 from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
 from slimfuse.models.neural.recognizers import ARCFACE
 from slimfuse.models.neural.swappers import SWAPPER_NAMES
@@ -70,6 +71,7 @@ MODEL_CHOICES: dict[str, ModelChoices] = {
     "frame_enhancer_model": ModelChoices([NO_MODEL, *FRAME_ENHANCER_NAMES]),
     "face_occluder_model": ModelChoices(OCCLUDER_NAMES),
     "face_parser_model": ModelChoices(PARSER_NAMES),
+    "lip_syncer_model": ModelChoices(LIP_SYNCER_NAMES),
 }
 """The options that name a model, and their choices; each also takes CHOICE.VARIANT, a stored variant."""
 

@@ -14,6 +14,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import cv2
 import numpy as np
 
+from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.geometry import apply_affine, rotated_square
 from slimfuse.faces.types import Face
 
@@ -28,6 +29,8 @@ class FaceCrop:
     image: np.ndarray
     landmarks: np.ndarray
     crop_from_frame: np.ndarray
+    time: float = 0.0
+    """The frame's time in seconds from the start of the target (0.0 for an image)."""
 
 
 @dataclass(frozen=True)
@@ -102,3 +105,12 @@ def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
     z = face.landmarks[:, 2:] * (size / side)
     landmarks = np.hstack([apply_affine(matrix, points), z]).astype(np.float32)
     return FaceCrop(image=image, landmarks=landmarks, crop_from_frame=matrix)
+
+
+def aligned_crop(frame: np.ndarray, face: Face, template: str, size: int) -> FaceCrop:
+    """The face aligned to `template` at size x size px by its five points (as FaceFusion's processors cut it)."""
+    if face.landmarks is None:
+        raise ValueError("the face has no landmarks")
+    matrix = align_matrix(five_points(face.landmarks), template, size)
+    return FaceCrop(image=warp_to_crop(frame, matrix, size), landmarks=landmarks_in_crop(face.landmarks, matrix),
+                    crop_from_frame=matrix)

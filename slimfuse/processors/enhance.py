@@ -12,13 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from slimfuse.config import EnhanceOptions
-from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_to_crop
 from slimfuse.faces.types import Face
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.enhancers import ENHANCER_INPUT, WEIGHT_INPUT
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import to_images, to_tensor
-from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, aligned_crop
 from slimfuse.processors.paste_masks import FaceMasker
 
 
@@ -47,11 +46,7 @@ class EnhanceProcessor:
         self.masker.load()
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
-        if face.landmarks is None:
-            raise ValueError("the face has no landmarks")
-        matrix = align_matrix(five_points(face.landmarks), self.template, self.size)
-        return FaceCrop(image=warp_to_crop(frame, matrix, self.size), landmarks=landmarks_in_crop(face.landmarks, matrix),
-                        crop_from_frame=matrix)
+        return aligned_crop(frame, face, self.template, self.size)
 
     def process(self, crops: Sequence[FaceCrop], prepared: None) -> list[Processed]:
         if not crops:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 
-AREAS = ("swappers", "enhancers", "frame_enhancer", "detectors", "recognizer", "masks")
+AREAS = ("swappers", "enhancers", "frame_enhancer", "detectors", "recognizer", "masks", "lip_syncer")
 
 
 def main() -> None:

@@ -1,10 +1,11 @@
 """The neural models users bring, one module per kind."""
 from __future__ import annotations
 
-from slimfuse.models.neural import classifiers, detectors, enhancers, frame_enhancers, masks, recognizers, swappers
+from slimfuse.models.neural import (classifiers, detectors, enhancers, frame_enhancers, lip_syncers, masks, recognizers,
+                                    swappers)
 from slimfuse.models.spec import ModelSpec
 
 NEURAL_MODELS: tuple[ModelSpec, ...] = (
     swappers.MODELS + enhancers.MODELS + recognizers.MODELS + detectors.MODELS + masks.MODELS + frame_enhancers.MODELS
-    + classifiers.MODELS
+    + classifiers.MODELS + lip_syncers.MODELS
 )
