@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 from slimfuse.errors import UsageError
 
@@ -33,6 +34,8 @@ class EncodeSettings:
     audio_encoder, audio_quality: re-encode the audio with this encoder, at this quality 0-100 (None: the input's
       audio is copied where the container can hold it, else re-encoded to the container's usual codec).
     audio_volume: the audio's volume in percent (below 100 it is re-encoded).
+    audio_path: a file whose first audio stream the output carries instead of the input's (the lip syncer's
+      sound), laid along the video's timeline (its start at the input's start) and cut where the video ends.
     """
 
     encoder: str | None = None
@@ -45,6 +48,7 @@ class EncodeSettings:
     audio_encoder: str | None = None
     audio_quality: int | None = None
     audio_volume: int = 100
+    audio_path: Path | None = None
 
     @property
     def audio_reencoded(self) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from slimfuse.errors import LipSyncAudioError
+from slimfuse.errors import InputMissingError, LipSyncAudioError
 
 DECODE_RATE = 48_000
 MEL_RATE = 16_000
@@ -80,6 +80,8 @@ def voice_of(samples: np.ndarray) -> Voice:
 def decode_samples(path: Path) -> np.ndarray:
     """The first audio stream of `path` as DECODE_RATE stereo int16 samples (n x 2), sample 0 at time 0 (a stream
     that starts later is preceded by silence)."""
+    if not Path(path).is_file():
+        raise InputMissingError(path)
     try:
         container = av.open(str(path))
     except (av.FFmpegError, OSError) as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -23,7 +24,9 @@ import numpy as np
 from slimfuse.config import LipSyncOptions, MaskOptions
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.faces.types import Face
-from slimfuse.media.voice import Voice, log_mel
+from slimfuse.errors import LipSyncAudioError
+from slimfuse.media.formats import AUDIO_SUFFIXES, CONTAINERS
+from slimfuse.media.voice import Voice, log_mel, read_voice
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.lip_syncers import (EDTALK, FACE_CROP, FACE_INPUT, FACE_TEMPLATE, LIP_SYNCER_TYPES,
                                                 MEL_INPUT, WEIGHT_INPUT)
@@ -35,6 +38,32 @@ from slimfuse.processors.paste_masks import FaceMasker
 AREA_SIGMA = 5.0
 """The lower-face mask's edge softening in pixels of the 512 px crop (FaceFusion's)."""
 LOWER_FACE = ("lower-face",)
+SHORT_SOUND_S = 0.1
+"""How much shorter than the video the sound may be (its last windows are then silence, as in FaceFusion)."""
+
+
+def sound_path(sources: Sequence[Path], source_audio: Path | None) -> Path | None:
+    """The sound the lips follow: --source-audio, else the first sound file or video among the sources (FaceFusion
+    takes the first audio file of its source paths)."""
+    if source_audio is not None:
+        return source_audio
+    return next((path for path in sources if path.suffix.lower() in (*AUDIO_SUFFIXES, *CONTAINERS)), None)
+
+
+def lip_sync_voice(sound: Path | None, target: Path, is_video: bool, video_seconds: float | None) -> Voice:
+    """The voice of `sound` for `target`; LipSyncAudioError (exit 36) when there is no sound, the target is not a
+    video, the sound has no audio stream or cannot be decoded, or it is more than SHORT_SOUND_S shorter than the
+    video (`video_seconds`, None when the container does not say)."""
+    if not is_video:
+        raise LipSyncAudioError(target, "the lip syncer needs a video target (its mouth follows the sound in time)")
+    if sound is None:
+        raise LipSyncAudioError(detail="the lip syncer needs a sound: --source-audio FILE, or a sound file or video "
+                                       "among -s/--source-paths")
+    voice = read_voice(sound)
+    if video_seconds is not None and voice.duration + SHORT_SOUND_S < video_seconds:
+        raise LipSyncAudioError(sound, f"its audio lasts {voice.duration:.2f} s, shorter than the target video "
+                                       f"({video_seconds:.2f} s)")
+    return voice
 
 
 class LipSyncProcessor:
