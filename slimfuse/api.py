@@ -66,10 +66,10 @@ class Swapper:
     def __init__(self, sources: Sequence[ImageInput], **options: object) -> None:
         """sources: photos of the person whose face is put in (paths or RGB arrays). options: as `slimfuse swap`'s,
         e.g. face_swapper_model="inswapper_128", models_dir="~/models", memory_budget=2000 (MB)."""
-        if not sources:
-            raise UsageError(detail="give at least one source photo")
         paths = [Path(source) for source in sources if not isinstance(source, np.ndarray)]
         self.config = RunConfig.from_options(paths, **options)
+        if not sources:
+            self.config.check_sources()
         in_memory = None
         if any(isinstance(source, np.ndarray) for source in sources):
             in_memory = [_source_image(source, index) for index, source in enumerate(sources)]

@@ -51,6 +51,9 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
 SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger")
+"""The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
+SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
+"""The processors that put a source photo's face in: a run of none of them needs no source photo."""
 DEBUGGER_ITEMS: tuple[str, ...] = (
     "bounding-box", "face-landmark-5", "face-landmark-5/68", "face-landmark-68", "face-landmark-68/5", "face-mask",
 )
@@ -200,10 +203,10 @@ class SwapOptions(Section):
         "feather", Word(("feather", "poisson"), metavar="feather|poisson"), "feathered alpha, or Poisson "
         "(gradient-domain) blending")
     processors: tuple[str, ...] | None = option(
-        None, Items(Word(FACEFUSION_PROCESSORS), metavar="PROCESSOR"), "FaceFusion's list of processors, mapped onto "
-        "slimfuse's stages: face_swapper (always there), face_enhancer and frame_enhancer run (with their model "
-        "options, else gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face; a stage not "
-        "listed does not run", default_text="face_swapper, "
+        None, Items(Word(FACEFUSION_PROCESSORS), metavar="PROCESSOR"), "the stages each frame goes through, in this "
+        "order, by FaceFusion's names: face_enhancer and frame_enhancer run with their model options (else "
+        "gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face last; a stage not listed "
+        "does not run, and a run without face_swapper needs no source photo", default_text="face_swapper, "
         "and an enhancer where its model option names one")
     face_debugger_items: tuple[str, ...] = option(
         ("face-landmark-5/68", "face-mask"), Items(Word(DEBUGGER_ITEMS), metavar="ITEM"), "what the face debugger "
@@ -222,9 +225,8 @@ class SwapOptions(Section):
         if others:
             raise option_error("processors", f"{', '.join(others)}: not in slimfuse, which has "
                                f"{', '.join(SLIMFUSE_PROCESSORS)}")
-        if "face_swapper" not in self.processors:
-            raise option_error("processors", "slimfuse always swaps faces: list face_swapper (and face_enhancer, "
-                               "frame_enhancer, face_debugger as wanted)")
+        if len(set(self.processors)) < len(self.processors):
+            raise option_error("processors", "list each processor once")
 
     @property
     def neural(self) -> bool:
@@ -573,6 +575,27 @@ class RunConfig:
         built = {section: SECTIONS[section](**values) for section, values in sections.items()}
         return cls(sources=tuple(Path(source) for source in sources), model_variants=variants,
                    **built)  # type: ignore[arg-type]
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """The chain's stages in the order frames go through them (the face debugger included, drawn last):
+        --processors as given, else the face swapper and each enhancer a model option names."""
+        if self.swap.processors is not None:
+            return self.swap.processors
+        chosen = {"face_swapper": True, "face_enhancer": self.enhance.face_enhancer is not None,
+                  "frame_enhancer": self.enhance.frame_enhancer is not None}
+        return tuple(stage for stage, on in chosen.items() if on)
+
+    @property
+    def needs_source(self) -> bool:
+        """Whether a stage puts a source photo's face in (a run of none of them needs no source photo)."""
+        return any(stage in SOURCE_PROCESSORS for stage in self.stages)
+
+    def check_sources(self) -> None:
+        """UsageError when a stage needs a source photo and none is given."""
+        if self.needs_source and not self.sources:
+            wanting = ", ".join(stage for stage in self.stages if stage in SOURCE_PROCESSORS)
+            raise UsageError(detail=f"give a source photo (-s): {wanting} puts its face in")
 
     @property
     def inputs(self) -> tuple[Path, ...]:

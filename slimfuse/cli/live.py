@@ -23,8 +23,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                  description="Put the face of SOURCE onto the faces of a camera or stream, frame by "
                                  "frame, with at most one frame waiting between stages (newer frames replace older "
                                  "ones, which are counted as dropped).")
-    parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+", required=True,
-                        metavar="SOURCE", help="one or more photos of the same person")
+    parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+",
+                        metavar="SOURCE", help="one or more photos of the same person (needed when a stage puts "
+                        "their face in: the face swapper)")
     live = parser.add_argument_group("live input and output")
     live.add_argument("--input", default="/dev/video0", metavar="DEV_OR_URL",
                       help="a camera (/dev/video0, default), a stream (udp://, rtsp://, http(s)://, rtmp://) or a "

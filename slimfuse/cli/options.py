@@ -108,8 +108,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The run's config from the options given on the command line (with the profile and the defaults); a bad
     value is a one-line usage error that says where the help is, as the parser's own are."""
     try:
-        return RunConfig.from_options(args.sources, **{name: value for name, value in vars(args).items()
-                                                       if name in RUN_OPTIONS})
+        config = RunConfig.from_options(getattr(args, "sources", ()),
+                                        **{name: value for name, value in vars(args).items() if name in RUN_OPTIONS})
+        config.check_sources()
+        return config
     except UsageError as exc:
         raise UsageError(detail=f"{exc.message}; see {args.help_prog} --help") from None
 

@@ -24,8 +24,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("swap", help=HELP["swap"], argument_default=argparse.SUPPRESS,
                                  description="Put the face of SOURCE onto the faces of TARGET (an image or a video) "
                                  "and write OUTPUT.")
-    parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+", required=True,
-                        metavar="SOURCE", help="one or more photos of the same person")
+    parser.add_argument("-s", "--source", "--source-paths", dest="sources", type=Path, nargs="+",
+                        metavar="SOURCE", help="one or more photos of the same person (needed when a stage puts "
+                        "their face in: the face swapper)")
     parser.add_argument("-t", "--target", "--target-path", dest="target", type=Path, nargs="+", required=True,
                         help="the image (.jpg .jpeg .png .webp .bmp) or video (.mp4 .m4v .mov .mkv .webm .avi) whose "
                         "faces are replaced; several files, a folder or a glob make a batch (see slimfuse batch)")

@@ -1,45 +1,43 @@
-"""The processor chain: the face processors (swapper, then enhancer), the frame enhancer and the face debugger a run
-applies to each frame, described before anything is loaded (`ChainSpec`: what the memory plan reads) and built on the run's pool
-(`Chain`: what the frame loop calls).
+"""The processor chain: the stages a run applies to each frame, in --processors order (face stages such as the
+swapper and the enhancer, frame stages such as the frame enhancer), then the face debugger; described before anything
+is loaded (`ChainSpec`: what the memory plan reads) and built on the run's pool (`Chain`: what the frame loop calls).
 
-A face processor cuts each selected face out of the frame, processes the crops of a batch of frames at once and
-pastes each result back through the inverse of its crop transform; the frame enhancer then sees the whole frame,
-and the face debugger draws last what the face processors were given and did.
+A face stage cuts each selected face out of the frame, processes the crops of a batch of frames at once and pastes
+each result back through the inverse of its crop transform; a frame stage sees the whole frame; the face debugger
+draws last what the face stages were given and did. Which processors exist is pipeline/stages.py's registry.
 What live controls change while frames go through is asked of the processors' capabilities (KeepsMouth,
 SizedFaces), never of their classes.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import partial
-from typing import Any, Generic, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Generic, NamedTuple
 
 import numpy as np
 
-from slimfuse.config import EnhanceOptions, MaskOptions, RunConfig, SwapOptions
+from slimfuse.config import MaskOptions, RunConfig
 from slimfuse.errors import UsageError
-from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.faces.track import Track
 from slimfuse.faces.types import Face
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.catalog import Catalog
-from slimfuse.models.neural.frame_enhancers import SCALES
+from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.pipeline.residency import Residency
-from slimfuse.pipeline.reuse import ReuseCache, Slot
-from slimfuse.processors.base import FaceCrop, FaceProcessor, KeepsMouth, Processed, SizedFaces, SourcePhoto, State
+from slimfuse.pipeline.reuse import Claim, ReuseCache, Slot
+from slimfuse.pipeline.stages import STAGES, StageContext
+from slimfuse.processors.base import (ChangesOverTime, FaceCrop, FaceProcessor, FrameProcessor, KeepsMouth, Processed,
+                                      ReadsOriginal, SizedFaces, SourcePhoto, State)
 from slimfuse.processors.blend import paste_back
 from slimfuse.processors.debug import FaceDebugger, FaceMark
-from slimfuse.processors.enhance import EnhanceProcessor
-from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
-from slimfuse.processors.mesh_processor import MeshSwapProcessor
-from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
 
 TOPOLOGY = "face_mesh_topology"
-Stage = Literal["swapper", "face_enhancer", "frame_enhancer", "face_debugger"]
-"""A stage's place in the chain: what switches it off and on while frames go through (live mode)."""
+DEBUGGER = "face_debugger"
+Stage = str
+"""A stage's name, FaceFusion's processor name (face_swapper, face_enhancer, frame_enhancer, face_debugger, ...):
+what switches it off and on while frames go through (live mode)."""
 
 
 @dataclass(frozen=True)
@@ -72,74 +70,72 @@ PreparedChain = tuple[Prepared[Any], ...]
 
 @dataclass(frozen=True)
 class ChainSpec:
-    """Which processors a run applies, from its options: nothing is loaded to know it."""
+    """Which stages a run applies, in order, from its options: nothing is loaded to know it."""
 
-    swap: SwapOptions
-    enhance: EnhanceOptions
-    masks: MaskOptions
+    config: RunConfig
 
     @classmethod
     def of(cls, config: RunConfig) -> ChainSpec:
-        return cls(config.swap, config.enhance, config.masks)
+        """The chain of `config`; UsageError for an order it cannot run: a face stage after the frame enhancer
+        that enlarged the frame its faces were found in."""
+        stages = config.stages
+        if config.enhance.frame_enhancer_keep_scale and "frame_enhancer" in stages:
+            later = stages[stages.index("frame_enhancer"):]
+            if any(stage in STAGES and STAGES[stage].kind == "face" for stage in later):
+                raise UsageError(detail="--processors: list frame_enhancer after the face stages, as it enlarges the "
+                                 "frame their faces were found in (or leave out --frame-enhancer-keep-scale)")
+        return cls(config)
 
     @property
-    def swapper(self) -> str | None:
-        """A neural swapper's catalog name; None: the embedded mesh swapper."""
-        return self.swap.face_swapper_model if self.swap.neural else None
+    def stages(self) -> tuple[Stage, ...]:
+        """The stages frames go through, in order (the face debugger not among them: it draws last)."""
+        return tuple(stage for stage in self.config.stages if stage != DEBUGGER)
 
     def models(self, catalog: Catalog) -> tuple[str, ...]:
         """Every catalog model the chain's processors load, each once, in the order they are used."""
-        names: list[str] = []
-        for model in (self.swapper, self.enhance.face_enhancer):
-            if model is not None:
-                io = catalog.get(model).io
-                names += [model, *(io.companions if io is not None else ())]
-        if self.swapper is not None or self.enhance.face_enhancer is not None:
-            names += FaceMasker.models_for(self.masks)
-        if self.enhance.frame_enhancer is not None:
-            names.append(self.enhance.frame_enhancer)
-        return tuple(dict.fromkeys(names))
+        return tuple(dict.fromkeys(name for stage in self.stages for name in STAGES[stage].models(self.config,
+                                                                                                 catalog)))
 
     def build(self, pool: ModelPool, batcher: AdaptiveBatcher, face_size: int, pixel_boost: int | None,
               frame_tile: int, residency: Residency) -> Chain:
         """The processors on the run's pool; face_size, pixel_boost and frame_tile as the run's plan capped them."""
         topology = MeshTopology.from_json(pool.store.path(TOPOLOGY).read_text(encoding="utf-8"))
-        masker = _masker(self.masks, pool, topology)
-        stages: list[tuple[Stage, FaceProcessor[Any]]] = []
-        try:
-            if self.swapper is None:
-                stages.append(("swapper", MeshSwapProcessor(topology, self.swap, face_size)))
-            else:
-                stages.append(("swapper", OnnxSwapProcessor(pool, self.swap, pixel_boost, masker, batcher)))
-        except ValueError as exc:
-            raise UsageError(detail=f"--face-swapper-model {self.swap.face_swapper_model}: {exc}") from exc
-        if self.enhance.face_enhancer is not None:
-            try:
-                stages.append(("face_enhancer", EnhanceProcessor(pool, self.enhance, masker.for_enhancer(), batcher)))
-            except ValueError as exc:
-                raise UsageError(detail=f"--face-enhancer-model {self.enhance.face_enhancer}: {exc}") from exc
-        frame = None if self.enhance.frame_enhancer is None else _frame_enhancer(self.enhance, pool, frame_tile)
-        debugger = FaceDebugger(self.swap.face_debugger_items) if self.swap.debugger else None
-        return Chain(pool, stages, frame, residency, debugger)
+        context = StageContext(self.config, pool, batcher, face_size, pixel_boost, frame_tile,
+                               _masker(self.config.masks, pool, topology), topology)
+        built = [(stage, STAGES[stage].build(context)) for stage in self.stages]
+        debugger = FaceDebugger(self.config.swap.face_debugger_items) if self.config.swap.debugger else None
+        return Chain(pool, built, residency, debugger)
+
+
+class FrameWork(NamedTuple):
+    """A frame to render: its pixels, the faces to process in it, and its time in seconds (0 for an image)."""
+
+    rgb: np.ndarray
+    targets: Sequence[Target]
+    time: float = 0.0
 
 
 class Chain:
-    """The built stages of a run. `prepare` once a run (and once for each other person live mode switches to);
-    `render` for each batch of frames. A stage switched off (`switch`) passes its frames through untouched until
-    it is switched on again."""
+    """The built stages of a run, in order. `prepare` once a run (and once for each other person live mode switches
+    to); `render` for each batch of frames. A stage switched off (`switch`) passes its frames through untouched
+    until it is switched on again."""
 
-    def __init__(self, pool: ModelPool, stages: Sequence[tuple[Stage, FaceProcessor[Any]]],
-                 frame_enhancer: FrameEnhancer | None, residency: Residency, debugger: FaceDebugger | None = None) -> None:
+    def __init__(self, pool: ModelPool, stages: Sequence[tuple[Stage, FaceProcessor[Any] | FrameProcessor]],
+                 residency: Residency, debugger: FaceDebugger | None = None) -> None:
         self.pool = pool
         self.stages = tuple(stages)
-        self.frame_enhancer = frame_enhancer
         self.debugger = debugger
         self.residency = residency
         self._off: set[Stage] = set()
 
     @property
     def processors(self) -> tuple[FaceProcessor[Any], ...]:
-        return tuple(processor for _, processor in self.stages)
+        """The face stages' processors, in order."""
+        return tuple(processor for stage, processor in self.stages if STAGES[stage].kind == "face")  # type: ignore[misc]
+
+    @property
+    def frame_processors(self) -> tuple[FrameProcessor, ...]:
+        return tuple(processor for stage, processor in self.stages if STAGES[stage].kind == "frame")  # type: ignore[misc]
 
     @property
     def preparation_models(self) -> tuple[str, ...]:
@@ -147,8 +143,8 @@ class Chain:
 
     @property
     def frame_scale(self) -> int:
-        """How much larger the chain's frames come out than they went in (the frame enhancer's kept scale)."""
-        return 1 if self.frame_enhancer is None else self.frame_enhancer.frame_scale
+        """How much larger the chain's frames come out than they went in (a frame enhancer's kept scale)."""
+        return int(np.prod([processor.frame_scale for processor in self.frame_processors]))
 
     def resize_faces(self, face_size: int) -> None:
         """Process faces at most at `face_size` from the next frame on (the mesh swapper's target face size; the
@@ -158,8 +154,9 @@ class Chain:
                 processor.resize(face_size)
 
     def has(self, stage: Stage) -> bool:
-        extra = {"frame_enhancer": self.frame_enhancer, "face_debugger": self.debugger}.get(stage)
-        return any(name == stage for name, _ in self.stages) or extra is not None
+        if stage == DEBUGGER:
+            return self.debugger is not None
+        return any(name == stage for name, _ in self.stages)
 
     def is_on(self, stage: Stage) -> bool:
         return self.has(stage) and stage not in self._off
@@ -190,58 +187,77 @@ class Chain:
                 processor.keep_mouth(keep)
 
     def prepare(self, photos: Sequence[SourcePhoto]) -> PreparedChain:
-        """Each face processor with its state from the source photos (a texture, an embedding); every model is
-        loaded and checked here, before any frame is worked on."""
+        """Each face stage with its state from the source photos (a texture, an embedding; none without photos);
+        every model is loaded and checked here, before any frame is worked on."""
         prepared = []
         for stage, processor in self.stages:
-            prepared.append(Prepared(stage, processor, processor.prepare(photos)))
-            self.residency.after_stage(processor.generator_models)
-        if self.frame_enhancer is not None:
-            self.frame_enhancer.session()
+            if STAGES[stage].kind == "frame":
+                processor.load()  # type: ignore[union-attr]
+                continue
+            face_processor: FaceProcessor[Any] = processor  # type: ignore[assignment]
+            prepared.append(Prepared(stage, face_processor, face_processor.prepare(photos)))
+            self.residency.after_stage(face_processor.generator_models)
         return tuple(prepared)
 
-    def render(self, chunk: Sequence[tuple[np.ndarray, Sequence[Target]]], prepared: PreparedChain,
-               reuse: ReuseCache, overwrite: bool = False) -> list[np.ndarray]:
-        """Each frame with its targets processed, frames in order: each face processor runs over the whole chunk
-        (its crops batched together) before the next, then the frame enhancer over each frame. A frame is copied
-        once, at its first face, and every face pasted into that copy; with `overwrite` (frames the caller owns and
-        no longer needs) not even once."""
-        frames = [rgb for rgb, _ in chunk]
+    def render(self, chunk: Sequence[FrameWork], prepared: PreparedChain, reuse: ReuseCache,
+               overwrite: bool = False) -> list[np.ndarray]:
+        """Each frame with its stages applied, frames in order: each face stage runs over the whole chunk (its
+        crops batched together) before the next stage, a frame stage over each frame. A frame is copied once, at
+        its first change, and every face pasted into that copy; with `overwrite` (frames the caller owns and no
+        longer needs) not even once."""
+        frames = [work.rgb for work in chunk]
         owned = [overwrite] * len(frames)
         seen = _Seen()
-        for index, step in enumerate(prepared):
-            if step.stage in self._off:
+        steps = {step.stage: (index, step) for index, step in enumerate(prepared)}
+        for stage, processor in self.stages:
+            if stage in self._off:
                 continue
-            placed: list[tuple[int, Target, FaceCrop, Slot]] = []
-            fresh: list[tuple[FaceCrop, Slot]] = []
-            for number, (_, targets) in enumerate(chunk):
-                for target in targets:
-                    crop = step.processor.crop(frames[number], target.face)
-                    claim = reuse.claim((target.track_id, index), crop)
-                    placed.append((number, target, crop, claim.slot))
-                    if claim.fresh:
-                        fresh.append((crop, claim.slot))
-                        seen.generated.add((number, target.track_id))
-            if fresh:
-                for (_, slot), result in zip(fresh, step.process([crop for crop, _ in fresh]), strict=True):
-                    slot.result = result
-            for number, target, crop, slot in placed:
-                result = slot.fitted(crop.image.shape[:2])
-                frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame,
-                                            in_place=owned[number])
-                owned[number] = True
-                seen.masks.setdefault((number, target.track_id), (result.alpha, crop.crop_from_frame))
+            if stage not in steps:
+                frame_processor: FrameProcessor = processor  # type: ignore[assignment]
+                frames = [frame_processor.process_frame(frame, work.time)
+                          for frame, work in zip(frames, chunk, strict=True)]
+                owned = [True] * len(frames)
+                continue
+            index, step = steps[stage]
+            self._render_faces(chunk, frames, owned, index, step, reuse, seen)
             self.residency.after_stage(step.processor.generator_models)
-        if self.frame_enhancer is not None and "frame_enhancer" not in self._off:
-            frames = [self.frame_enhancer.enhance(frame) for frame in frames]
-            owned = [True] * len(frames)
-        if self.debugger is None or "face_debugger" in self._off:
+        if self.debugger is None or DEBUGGER in self._off:
             return frames
-        for number, (rgb, targets) in enumerate(chunk):
-            if targets:
+        for number, work in enumerate(chunk):
+            if work.targets:
                 frame = frames[number] if owned[number] else frames[number].copy()
-                frames[number] = self.debugger.draw(frame, seen.marks(number, targets), frame.shape[0] / rgb.shape[0])
+                frames[number] = self.debugger.draw(frame, seen.marks(number, work.targets),
+                                                    frame.shape[0] / work.rgb.shape[0])
         return frames
+
+    @staticmethod
+    def _render_faces(chunk: Sequence[FrameWork], frames: list[np.ndarray], owned: list[bool], index: int,
+                      step: Prepared[Any], reuse: ReuseCache, seen: _Seen) -> None:
+        """One face stage over every face of the chunk, pasted into `frames` (copied once where not `owned`)."""
+        processor = step.processor
+        reads_original = isinstance(processor, ReadsOriginal) and processor.reads_original
+        timed = isinstance(processor, ChangesOverTime) and processor.changes_over_time
+        placed: list[tuple[int, Target, FaceCrop, Slot]] = []
+        fresh: list[tuple[FaceCrop, Slot]] = []
+        for number, work in enumerate(chunk):
+            for target in work.targets:
+                crop = replace(processor.crop(frames[number], target.face), time=work.time)
+                if reads_original:
+                    crop = replace(crop, original=processor.crop(work.rgb, target.face).image)
+                claim = Claim(Slot(), fresh=True) if timed else reuse.claim((target.track_id, index), crop)
+                placed.append((number, target, crop, claim.slot))
+                if claim.fresh:
+                    fresh.append((crop, claim.slot))
+                    seen.generated.add((number, target.track_id))
+        if fresh:
+            for (_, slot), result in zip(fresh, step.process([crop for crop, _ in fresh]), strict=True):
+                slot.result = result
+        for number, target, crop, slot in placed:
+            result = slot.fitted(crop.image.shape[:2])
+            frames[number] = paste_back(frames[number], result.image, result.alpha, crop.crop_from_frame,
+                                        in_place=owned[number])
+            owned[number] = True
+            seen.masks.setdefault((number, target.track_id), (result.alpha, crop.crop_from_frame))
 
 
 class _Seen:
@@ -263,12 +279,3 @@ def _masker(masks: MaskOptions, pool: ModelPool, topology: MeshTopology) -> Face
         return FaceMasker(pool, masks, topology.face_oval)
     except ValueError as exc:
         raise UsageError(detail=f"face masks: {exc}") from exc
-
-
-def _frame_enhancer(options: EnhanceOptions, pool: ModelPool, tile: int) -> FrameEnhancer:
-    model = options.frame_enhancer_model
-    try:
-        tiling = FrameEnhanceOptions.of(options, tile)
-    except ValueError as exc:
-        raise UsageError(detail=f"--frame-enhancer-tile-size / --frame-enhancer-tile-overlap: {exc}") from exc
-    return FrameEnhancer(partial(pool.session, model), SCALES[model], tiling)

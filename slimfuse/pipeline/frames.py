@@ -15,7 +15,7 @@ import numpy as np
 from slimfuse.faces.recognize import Recognizer
 from slimfuse.faces.select import FaceSelector
 from slimfuse.faces.track import FaceTracker, TrackerModels, TrackerOptions
-from slimfuse.pipeline.chain import Chain, PreparedChain, Target
+from slimfuse.pipeline.chain import Chain, FrameWork, PreparedChain, Target
 from slimfuse.pipeline.reuse import ReuseCache, ReuseOptions
 
 
@@ -49,7 +49,7 @@ class FrameLoop:
     def process(self, rgb: np.ndarray, time: float) -> np.ndarray:
         """The frame with its selected faces swapped (and the frame enhancer applied, when one is chosen);
         without faces or frame enhancer, the frame comes back untouched."""
-        return self.render(rgb, self.analyse(rgb, time))
+        return self.render(rgb, self.analyse(rgb, time), time=time)
 
     def analyse(self, rgb: np.ndarray, time: float) -> list[Target]:
         """Track the frame's faces and pick the ones to swap. The targets are immutable snapshots, so the
@@ -65,14 +65,13 @@ class FrameLoop:
         self._swapped += len(targets)
         return targets
 
-    def render(self, rgb: np.ndarray, targets: list[Target], overwrite: bool = False) -> np.ndarray:
-        """Swap `targets` into the frame (with `overwrite`, into `rgb` itself: a frame the caller owns and no
-        longer needs). Safe to call from several threads for different frames when reuse is off (with reuse on,
-        call it in frame order)."""
-        return self.render_many([(rgb, targets)], overwrite)[0]
+    def render(self, rgb: np.ndarray, targets: list[Target], overwrite: bool = False, time: float = 0.0) -> np.ndarray:
+        """Swap `targets` into the frame at `time` seconds (with `overwrite`, into `rgb` itself: a frame the caller
+        owns and no longer needs). Safe to call from several threads for different frames when reuse is off (with
+        reuse on, call it in frame order)."""
+        return self.render_many([FrameWork(rgb, targets, time)], overwrite)[0]
 
-    def render_many(self, chunk: Sequence[tuple[np.ndarray, list[Target]]],
-                    overwrite: bool = False) -> list[np.ndarray]:
+    def render_many(self, chunk: Sequence[FrameWork], overwrite: bool = False) -> list[np.ndarray]:
         """Swap each frame's targets into it, frames in order, each processor over the whole chunk at once."""
         return self.chain.render(chunk, self.prepared, self.reuse, overwrite)
 

@@ -205,7 +205,7 @@ def provenance_label(config: RunConfig) -> ProvenanceLabel | None:
     signer = None
     if output.c2pa_key is not None and output.c2pa_certificates is not None:
         signer = C2paSigner(output.c2pa_key, output.c2pa_certificates)
-    neural = config.swap.neural or config.enhance.face_enhancer is not None or config.enhance.frame_enhancer is not None
+    neural = config.swap.neural or any(stage not in ("face_swapper", "face_debugger") for stage in config.stages)
     label = ProvenanceLabel.for_swapper(neural, signer)
     if signer is not None:
         check_signer(signer, label)

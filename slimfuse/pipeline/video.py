@@ -24,7 +24,7 @@ from slimfuse.media.temp_frames import TempFrames
 from slimfuse.media.video_probe import VideoInfo, probe
 from slimfuse.media.video_reader import FrameSpan, VideoFrame, VideoReader, read_frame
 from slimfuse.media.video_writer import VideoWriter
-from slimfuse.pipeline.chain import Target
+from slimfuse.pipeline.chain import FrameWork, Target
 from slimfuse.pipeline.frames import FrameLoop, FrameStats
 from slimfuse.pipeline.run import Run
 
@@ -60,7 +60,8 @@ class VideoResult:
 
 
 def _render(frames: FrameLoop, frame: VideoFrame, targets: Future[list[Target]]) -> np.ndarray:
-    return frames.render(frame.rgb, targets.result(), overwrite=True)  # the decoded frame is the job's own
+    # the decoded frame is the job's own
+    return frames.render(frame.rgb, targets.result(), overwrite=True, time=frame.time)
 
 
 @contextmanager
@@ -197,7 +198,8 @@ class VideoSwapJob:
         def flush() -> None:
             if not chunk:
                 return
-            rendered = frames.render_many([(frame.rgb, targets) for frame, targets in chunk], overwrite=True)
+            rendered = frames.render_many([FrameWork(frame.rgb, targets, frame.time) for frame, targets in chunk],
+                                           overwrite=True)
             for (frame, _), rgb in zip(chunk, rendered, strict=True):
                 writer.write(frame.with_rgb(rgb))
                 self.progress.advance()

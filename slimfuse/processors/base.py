@@ -1,4 +1,5 @@
-"""The processor contract: every face processor (swapper, enhancer) works on face crops in batches.
+"""The processor contracts: a face processor (swapper, enhancer, ...) works on face crops in batches, a frame
+processor (frame enhancer, ...) on whole frames.
 
 The pipeline asks a processor to cut each face out of the frame (`crop`, each processor its own alignment and
 size), hands it the crops of a frame as one batch (`process`), and pastes each result back through the
@@ -29,8 +30,11 @@ class FaceCrop:
     image: np.ndarray
     landmarks: np.ndarray
     crop_from_frame: np.ndarray
+    original: np.ndarray | None = None
+    """The same crop cut from the frame as it came into the chain, before any stage changed it (given to a
+    `ReadsOriginal` processor only)."""
     time: float = 0.0
-    """The frame's time in seconds from the start of the target (0.0 for an image)."""
+    """The frame's time in seconds from the start of the target (its own timestamp); 0 for an image."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,41 @@ class FaceProcessor(Protocol[State]):
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop: ...
 
     def process(self, crops: Sequence[FaceCrop], prepared: State) -> list[Processed]: ...
+
+
+@runtime_checkable
+class ReadsOriginal(Protocol):
+    """A face processor that also reads each face as it was before the chain changed it (`FaceCrop.original`)."""
+
+    reads_original: bool
+
+
+@runtime_checkable
+class ChangesOverTime(Protocol):
+    """A face processor whose result depends on the frame's time as well as its crop (`FaceCrop.time`, e.g. the
+    audio under it): its results are never reused from an earlier frame."""
+
+    changes_over_time: bool
+
+
+class FrameProcessor(Protocol):
+    """A stage that works on whole frames (RGB uint8 in, RGB uint8 out; RGBA for a transparent background)."""
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The catalog models it loads."""
+        ...
+
+    @property
+    def frame_scale(self) -> int:
+        """How much larger its frames come out than they went in."""
+        ...
+
+    def load(self) -> None:
+        """Open and check its models before any frame is worked on."""
+        ...
+
+    def process_frame(self, frame: np.ndarray, time: float) -> np.ndarray: ...
 
 
 @runtime_checkable

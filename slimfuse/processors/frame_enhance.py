@@ -114,13 +114,27 @@ def axis_tiles(length: int, tile: int, overlap: int, margin: int) -> AxisTiles:
 
 
 class FrameEnhancer:
-    def __init__(self, session: Callable[[], ort.InferenceSession], scale: int, options: FrameEnhanceOptions) -> None:
+    """The frame enhancer stage (a FrameProcessor): each frame enhanced tile by tile."""
+
+    def __init__(self, session: Callable[[], ort.InferenceSession], scale: int, options: FrameEnhanceOptions,
+                 model: str = "") -> None:
         """session: gives the model's session for each frame (a run's pool may release it between frames under a
         budget, and loads it again when asked); `scale`: how many times larger the model's output is per side
-        (frame_enhancers.SCALES)."""
+        (frame_enhancers.SCALES); `model`: its catalog name."""
         self.session = session
         self.scale = scale
         self.options = options
+        self.model = model
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return (self.model,) if self.model else ()
+
+    def load(self) -> None:
+        self.session()
+
+    def process_frame(self, frame: np.ndarray, time: float) -> np.ndarray:
+        return self.enhance(frame)
 
     @property
     def frame_scale(self) -> int:

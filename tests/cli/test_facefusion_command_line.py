@@ -18,11 +18,10 @@ from scenes import place
 from slimfuse.batch.worker import Task, Worker
 from slimfuse.bench.clips import make_clip
 from slimfuse.cli.main import main
-from slimfuse.config import OPTIONS, RunConfig
+from slimfuse.config import FACEFUSION_PROCESSORS, OPTIONS, SLIMFUSE_PROCESSORS, RunConfig
 from slimfuse.models import download as download_module
 from slimfuse.models.download import SourceFailed
 from slimfuse.options import for_audience
-from slimfuse.pipeline.chain import ChainSpec
 from slimfuse.pipeline.run import plan_for
 from slimfuse.samples import ASTRONAUT_FACE, GRACE_HOPPER_FACE
 
@@ -205,17 +204,39 @@ def test_processors_map_onto_the_stages(tmp_path: Path, models_dir: Path, astron
     code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", "--face-enhancer-model", "gfpgan_1.4")
     assert code == 0 and "warning: --face-enhancer-model gfpgan_1.4: not run, as --processors does not list " \
                          "face_enhancer" in err
-    code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", "lip_syncer")
+    missing = [name for name in FACEFUSION_PROCESSORS if name not in SLIMFUSE_PROCESSORS]
+    if missing:
+        code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", missing[0])
+        assert code == 2 and err.strip().splitlines() == [
+            f"slimfuse: --processors: {missing[0]}: not in slimfuse, which has {', '.join(SLIMFUSE_PROCESSORS)}; "
+            "see slimfuse swap --help"]
+    code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", "face_swapper")
+    assert code == 2 and "--processors: list each processor once" in err
+    code, _, err = _swap(capsys, *argv[2:], "--processors", "face_swapper", "face_debugger")
     assert code == 2 and err.strip().splitlines() == [
-        "slimfuse: --processors: lip_syncer: not in slimfuse, which has face_swapper, face_enhancer, frame_enhancer, "
-        "face_debugger; see slimfuse swap --help"]
-    code, _, err = _swap(capsys, *argv, "--processors", "face_enhancer")
-    assert code == 2 and "slimfuse always swaps faces: list face_swapper" in err
-    code, _, err = _swap(capsys, *argv, "--processors", "face_swapper", "face_editor")
-    assert code == 2 and "invalid choice" not in err
-    spec = ChainSpec.of(RunConfig.from_options(["a.jpg"], processors=["face_swapper", "frame_enhancer"],
-                                               frame_enhancer_model="real_esrgan_x2"))
-    assert spec.enhance.frame_enhancer == "real_esrgan_x2" and spec.enhance.face_enhancer is None
+        "slimfuse: give a source photo (-s): face_swapper puts its face in; see slimfuse swap --help"]
+    code, _, err = _swap(capsys, *argv, "--processors", "frame_enhancer", "face_swapper", "--frame-enhancer-keep-scale")
+    assert code == 2 and "list frame_enhancer after the face stages" in err
+    config = RunConfig.from_options(["a.jpg"], processors=["face_swapper", "frame_enhancer"],
+                                    frame_enhancer_model="real_esrgan_x2")
+    assert config.stages == ("face_swapper", "frame_enhancer")
+    assert config.enhance.frame_enhancer == "real_esrgan_x2" and config.enhance.face_enhancer is None
+    assert RunConfig.from_options([], face_enhancer_model="gfpgan_1.4").stages == ("face_swapper", "face_enhancer")
+
+
+def test_a_run_without_the_face_swapper_needs_no_source(tmp_path: Path, models_dir: Path, grace_hopper_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """--processors face_debugger alone: no -s, the target's own faces drawn on, nothing swapped."""
+    output = tmp_path / "drawn.png"
+    code, _, err = _swap(capsys, "-t", str(grace_hopper_path), "-o", str(output), "--models-dir", str(models_dir),
+                         "--processors", "face_debugger")
+    assert code == 0, err
+    target = np.asarray(Image.open(grace_hopper_path).convert("RGB"))
+    drawn = np.asarray(Image.open(output).convert("RGB"))
+    changed = np.any(drawn != target, axis=2)
+    assert changed.mean() > 0.002  # the box, points and tag
+    rows, cols = np.nonzero(changed)
+    assert rows.min() > 50 and cols.min() > 50 and cols.max() < target.shape[1] - 50  # drawn around the face only
 
 
 @pytest.mark.parametrize(("scale", "size"), [(0.5, (256, 300)), (2.0, (1024, 1200)), (1.5, (768, 900))])

@@ -217,7 +217,7 @@ def test_the_f_key_in_a_terminal_switches_to_the_next_source_face(tmp_path: Path
     lines = Lines(live)
     try:
         assert lines.wait_for("keys: ").endswith("f next source face, m keep the target's mouth on/off, e face "
-                                                 "enhancer on/off, v selector one/many, q quit")
+                                                 "enhancer on/off, d face debugger on/off, v selector one/many, q quit")
         lines.wait_for("live: ")  # frames are going through
         time.sleep(1.0)
         os.write(terminal, b"f")

@@ -97,7 +97,7 @@ def test_a_variable_rate_clip_dubbed_through_the_lip_syncer_stays_in_sync(
     with VideoReader(clip) as reader, \
             VideoWriter(output, reader.info, replace(EncodeSettings(quality=95), audio_path=voice_file)) as writer:
         for frame in reader:
-            crop = FaceCrop(cut.image, cut.landmarks, cut.crop_from_frame, frame.time)
+            crop = FaceCrop(cut.image, cut.landmarks, cut.crop_from_frame, time=frame.time)
             result = processor.process([crop], None)[0]
             writer.write(frame.with_rgb(paste_back(frame.rgb, result.image, result.alpha, crop.crop_from_frame)))
     x1, y1, x2, y2 = (int(value) for value in face.box)

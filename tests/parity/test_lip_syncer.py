@@ -54,7 +54,7 @@ def seconds(frame: int) -> float:
 
 def own_crop(processor: LipSyncProcessor, astronaut: np.ndarray, frame: int) -> FaceCrop:
     crop = processor.crop(astronaut, mesh_face("target", points_68=True))
-    return FaceCrop(crop.image, crop.landmarks, crop.crop_from_frame, seconds(frame))
+    return FaceCrop(crop.image, crop.landmarks, crop.crop_from_frame, time=seconds(frame))
 
 
 def paste_box(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
@@ -106,11 +106,11 @@ def test_wav2lip_stages(parity_pool: ModelPool, voice: Voice, astronaut: np.ndar
     figures.within(AREA, model, "box of the 68 points", landmark_box(crop), reference["box"], MAX_PIXELS, "px")
     face = lower_face(crop.image, landmark_box(crop), processor.size)
     figures.image(AREA, model, "96 px lower face", face, reference["lower_face"])
-    theirs = FaceCrop(recorded(AREA, "crops")["ffhq_512"], crop.landmarks, reference["matrix"], seconds(LOUD))
+    theirs = FaceCrop(recorded(AREA, "crops")["ffhq_512"], crop.landmarks, reference["matrix"], time=seconds(LOUD))
     result = processor.process([theirs], None)[0]
     figures.image(AREA, model, "lower-face mask", result.alpha * 255, mask_float(reference["mask"]) * 255)
     for frame in FRAMES:
-        theirs = FaceCrop(theirs.image, theirs.landmarks, theirs.crop_from_frame, seconds(frame))
+        theirs = FaceCrop(theirs.image, theirs.landmarks, theirs.crop_from_frame, time=seconds(frame))
         image = processor.process([theirs], None)[0].image
         figures.image(AREA, model, f"frame {frame}: crop with the answer (every {STRIDE}th pixel)",
                       image[::STRIDE, ::STRIDE], reference[f"crop_output_{frame}"])
@@ -126,7 +126,7 @@ def test_edtalk_output(parity_pool: ModelPool, voice: Voice, figures: Figures) -
     processor = make_lip_syncer(parity_pool, "edtalk_256", voice)
     for frame in FRAMES:
         crop = FaceCrop(recorded(AREA, "crops")["ffhq_512"], np.zeros((468, 3), np.float32), reference["matrix"],
-                        seconds(frame))
+                        time=seconds(frame))
         image = processor.process([crop], None)[0].image
         figures.image(AREA, "edtalk_256", f"frame {frame}: the answer at 512 px (every {STRIDE}th pixel)",
                       image[::STRIDE, ::STRIDE], reference[f"output_{frame}"])

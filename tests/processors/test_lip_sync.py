@@ -47,7 +47,7 @@ def face(mouth_pool: ModelPool, astronaut: np.ndarray) -> Face:
 def opening(processor: LipSyncProcessor, astronaut: np.ndarray, face: Face, seconds: float) -> int:
     """The pixels of the stand-in's black mouth that the paste mask shows, for a frame at `seconds`."""
     crop = processor.crop(astronaut, face)
-    result = processor.process([FaceCrop(crop.image, crop.landmarks, crop.crop_from_frame, seconds)], None)[0]
+    result = processor.process([FaceCrop(crop.image, crop.landmarks, crop.crop_from_frame, time=seconds)], None)[0]
     return int(((result.image.max(axis=2) < 8) & (result.alpha > 0.5) & (crop.image.max(axis=2) >= 8)).sum())
 
 
