@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
@@ -23,7 +23,8 @@ from typing import ClassVar, Literal
 
 from slimfuse.config_file import read_config_file
 from slimfuse.errors import UsageError
-from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
+from slimfuse.media.formats import (AUDIO_ENCODERS, AUDIO_SUFFIXES, CONTAINERS, ENCODERS, FRAME_FORMATS, PRESETS,
+                                    EncodeSettings)
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
 from slimfuse.models.neural.masks import REGIONS
@@ -50,7 +51,8 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
     "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
-SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger")
+SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger",
+                                         "lip_syncer")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -591,9 +593,29 @@ class RunConfig:
         """Whether a stage puts a source photo's face in (a run of none of them needs no source photo)."""
         return any(stage in SOURCE_PROCESSORS for stage in self.stages)
 
+    @property
+    def sound(self) -> Path | None:
+        """The lip syncer's sound, when it runs: --source-audio, else the first sound file or video among the
+        sources (FaceFusion takes the first audio file of its source paths)."""
+        if "lip_syncer" not in self.stages:
+            return None
+        if self.lip_sync.source_audio is not None:
+            return self.lip_sync.source_audio
+        return next((path for path in self.sources if path.suffix.lower() in (*AUDIO_SUFFIXES, *CONTAINERS)), None)
+
+    @property
+    def photos(self) -> tuple[Path, ...]:
+        """The source photos: the sources less the sound files and the lip syncer's sound."""
+        sound = self.sound
+        return tuple(path for path in self.sources if path.suffix.lower() not in AUDIO_SUFFIXES and path != sound)
+
+    def encode_settings(self, threads: int) -> EncodeSettings:
+        """How an output video is encoded (EncodeOptions.settings), carrying the lip syncer's sound when it runs."""
+        return replace(self.encode.settings(threads), audio_path=self.sound)
+
     def check_sources(self) -> None:
         """UsageError when a stage needs a source photo and none is given."""
-        if self.needs_source and not self.sources:
+        if self.needs_source and not self.photos:
             wanting = ", ".join(stage for stage in self.stages if stage in SOURCE_PROCESSORS)
             raise UsageError(detail=f"give a source photo (-s): {wanting} puts its face in")
 

@@ -1,5 +1,8 @@
 """Generated voices for the lip syncer's tests: syllables of a buzz (a 130 Hz sawtooth, rich in harmonics as a
-voiced vowel is) between silences, as 48 kHz stereo int16 samples or a file, and the silent clips they dub."""
+voiced vowel is) between silences, as 48 kHz stereo int16 samples or a file, the silent clips they dub, and the
+sync of a dubbed output: how well the mouth opening of each output frame (black pixels in the face's box, the
+mouth stand-in's) follows the loudness of the output's own sound in the 0.2 s from that frame's time, with the
+sound shifted by a few frames either way."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -11,6 +14,10 @@ import numpy as np
 
 RATE = 48_000
 PITCH_HZ = 130.0
+WINDOW_S = 0.2
+"""What a frame's mel window hears: the sound from its time on."""
+SHIFTS = tuple(round(step * 0.04, 2) for step in range(-4, 5))
+"""Shifts of the sound (s) the sync is measured at: a frame of 25 frames/s apart."""
 Syllable = tuple[float, float, float]
 """(start s, end s, level 0-1)."""
 
@@ -64,3 +71,45 @@ def write_still_clip(path: Path, picture: np.ndarray, times: Sequence[float], sa
                 container.mux(audio.encode(sound))
             container.mux(audio.encode())
     return path
+
+
+def output_sound(path: Path) -> tuple[np.ndarray, float]:
+    """The file's first audio stream as mono float samples at RATE, and its first sample's time."""
+    with av.open(str(path)) as container:
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=RATE)
+        frames = list(container.decode(audio=0))
+        start = float(frames[0].time)
+        parts = [out.to_ndarray().ravel() for frame in frames for out in resampler.resample(frame)]
+        parts += [out.to_ndarray().ravel() for out in resampler.resample(None)]
+    return np.concatenate(parts), start
+
+
+def loudness(sound: np.ndarray, start: float, time: float) -> float:
+    """RMS of the sound from `time` to `time` + WINDOW_S."""
+    first = max(0, round((time - start) * RATE))
+    part = sound[first:first + round(WINDOW_S * RATE)]
+    return float(np.sqrt(np.mean(part ** 2))) if part.size else 0.0
+
+
+def sync_scores(path: Path, box: Sequence[float], shifts: Sequence[float] = SHIFTS
+                ) -> tuple[np.ndarray, dict[float, float]]:
+    """The output's frame times, and for each shift the correlation of the frames' mouth openings (dark pixels in
+    `box`, x1 y1 x2 y2, beyond the first frame's) with the loudness of the output's sound at their time + shift."""
+    x1, y1, x2, y2 = (int(value) for value in box)
+    with av.open(str(path)) as container:
+        pictures = [(float(frame.time), frame.to_ndarray(format="rgb24")[y1:y2, x1:x2])
+                    for frame in container.decode(video=0)]
+    times = np.array([time for time, _ in pictures])
+    dark = np.array([(rgb.max(axis=2) < 40).sum() for _, rgb in pictures], dtype=float)
+    openings = dark - dark.min()
+    sound, start = output_sound(path)
+    scores = {shift: float(np.corrcoef(openings, [loudness(sound, start, time + shift) for time in times])[0, 1])
+              for shift in shifts}
+    return times, scores
+
+
+def assert_in_sync(scores: dict[float, float]) -> None:
+    """The mouth follows the sound best at no shift (within a frame), closely, and clearly worse 4 frames off."""
+    best = max(scores, key=scores.__getitem__)
+    assert abs(best) <= 0.04 and scores[best] > 0.9, scores
+    assert scores[0.0] - scores[0.16] > 0.1 and scores[0.0] - scores[-0.16] > 0.1, scores

@@ -11,6 +11,7 @@ from slimfuse.errors import NoTargetFaceError
 from slimfuse.media.image_io import LoadedImage, compose_output, read_image, write_image_atomic
 from slimfuse.pipeline.frames import FrameStats
 from slimfuse.pipeline.run import Run
+from slimfuse.processors.lip_sync import check_lip_sync_targets
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
 def swap_image_file(run: Run, target: Path, output: Path, reference: np.ndarray | None = None) -> ImageResult:
     """Read `target`, swap, write `output` (its type from its extension) whole or not at all; the caller has
     checked the output (media.destination.check_output)."""
+    check_lip_sync_targets(run.chain.processors, target, False, None)
     loaded = read_image(target)
     result, stats = swap_frame(run, loaded.rgb, target, reference)
     result = at_output_scale(result, loaded.rgb.shape, run.config.output.output_image_scale)

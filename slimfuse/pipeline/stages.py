@@ -20,6 +20,7 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
+from slimfuse.processors.lip_sync import LipSyncProcessor, read_sound
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
@@ -103,10 +104,27 @@ def _build_frame_enhancer(context: StageContext) -> FrameProcessor:
     return FrameEnhancer(partial(context.pool.session, model), SCALES[model], tiling, model)
 
 
+def _lip_syncer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    occlusion = "occlusion" in config.masks.face_mask_types
+    return (config.lip_sync.lip_syncer_model, *((config.masks.face_occluder_model,) if occlusion else ()))
+
+
+def _build_lip_syncer(context: StageContext) -> FaceProcessor:
+    config = context.config
+    sound = config.sound
+    voice = read_sound(sound)
+    assert sound is not None
+    try:
+        return LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, context.batcher, sound)
+    except ValueError as exc:
+        raise UsageError(detail=f"--lip-syncer-model {config.lip_sync.lip_syncer_model}: {exc}") from exc
+
+
 STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "face_swapper": StageEntry("face", _swapper_models, _build_swapper),
     "face_enhancer": StageEntry("face", _enhancer_models, _build_enhancer),
     "frame_enhancer": StageEntry("frame", _frame_enhancer_models, _build_frame_enhancer),
+    "lip_syncer": StageEntry("face", _lip_syncer_models, _build_lip_syncer),
 })
 """Every stage but the face debugger, which draws last what the others did (pipeline/chain.py); one for each of
 config.SLIMFUSE_PROCESSORS."""

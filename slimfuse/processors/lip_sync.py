@@ -25,7 +25,6 @@ from slimfuse.config import LipSyncOptions, MaskOptions
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.faces.types import Face
 from slimfuse.errors import LipSyncAudioError
-from slimfuse.media.formats import AUDIO_SUFFIXES, CONTAINERS
 from slimfuse.media.voice import Voice, log_mel, read_voice
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.lip_syncers import (EDTALK, FACE_CROP, FACE_INPUT, FACE_TEMPLATE, LIP_SYNCER_TYPES,
@@ -42,35 +41,41 @@ SHORT_SOUND_S = 0.1
 """How much shorter than the video the sound may be (its last windows are then silence, as in FaceFusion)."""
 
 
-def sound_path(sources: Sequence[Path], source_audio: Path | None) -> Path | None:
-    """The sound the lips follow: --source-audio, else the first sound file or video among the sources (FaceFusion
-    takes the first audio file of its source paths)."""
-    if source_audio is not None:
-        return source_audio
-    return next((path for path in sources if path.suffix.lower() in (*AUDIO_SUFFIXES, *CONTAINERS)), None)
-
-
-def lip_sync_voice(sound: Path | None, target: Path, is_video: bool, video_seconds: float | None) -> Voice:
-    """The voice of `sound` for `target`; LipSyncAudioError (exit 36) when there is no sound, the target is not a
-    video, the sound has no audio stream or cannot be decoded, or it is more than SHORT_SOUND_S shorter than the
-    video (`video_seconds`, None when the container does not say)."""
-    if not is_video:
-        raise LipSyncAudioError(target, "the lip syncer needs a video target (its mouth follows the sound in time)")
+def read_sound(sound: Path | None) -> Voice:
+    """The voice of the lip syncer's sound (RunConfig.sound); LipSyncAudioError (exit 36) when there is none, it has
+    no audio stream or it cannot be decoded."""
     if sound is None:
         raise LipSyncAudioError(detail="the lip syncer needs a sound: --source-audio FILE, or a sound file or video "
                                        "among -s/--source-paths")
-    voice = read_voice(sound)
+    return read_voice(sound)
+
+
+def check_target(voice: Voice, sound: Path, target: Path, is_video: bool, video_seconds: float | None) -> None:
+    """LipSyncAudioError (exit 36) when `target` is not a video or the sound is more than SHORT_SOUND_S shorter than
+    the video's `video_seconds` (None: the container does not say)."""
+    if not is_video:
+        raise LipSyncAudioError(target, "the lip syncer needs a video target (its mouth follows the sound in time)")
     if video_seconds is not None and voice.duration + SHORT_SOUND_S < video_seconds:
         raise LipSyncAudioError(sound, f"its audio lasts {voice.duration:.2f} s, shorter than the target video "
                                        f"({video_seconds:.2f} s)")
-    return voice
+
+
+def check_lip_sync_targets(processors: Sequence[object], target: Path, is_video: bool,
+                           video_seconds: float | None) -> None:
+    """`check_target` for each lip syncer among a chain's processors."""
+    for processor in processors:
+        if isinstance(processor, LipSyncProcessor):
+            check_target(processor.voice, processor.sound, target, is_video, video_seconds)
 
 
 class LipSyncProcessor:
+    changes_over_time = True
+    """Its result follows the sound at the frame's time: never reused from an earlier frame."""
+
     def __init__(self, pool: ModelPool, options: LipSyncOptions, masks: MaskOptions, voice: Voice,
-                 batcher: AdaptiveBatcher) -> None:
+                 batcher: AdaptiveBatcher, sound: Path = Path("sound")) -> None:
         """options: the model and its weight; masks: the run's (the box's blur and padding, whether the occlusion
-        mask is on); voice: the sound the lips follow, on the target's timeline."""
+        mask is on); voice: the sound the lips follow, on the target's timeline (read from `sound`)."""
         model = options.lip_syncer_model
         spec = pool.store.catalog.get(model)
         if spec.kind != "lip_syncer" or spec.io is None or spec.io.crop_size is None:
@@ -82,6 +87,7 @@ class LipSyncProcessor:
         self.weight = options.lip_syncer_weight
         self.masks = masks
         self.voice = voice
+        self.sound = sound
         self.batcher = batcher
         self.occluder = (FaceMasker(pool, replace(masks, face_mask_types=("occlusion",)), None)
                          if "occlusion" in masks.face_mask_types else None)

@@ -18,7 +18,8 @@ from slimfuse.media.voice import WINDOW_COLUMNS, COLUMNS_PER_SECOND, Voice, log_
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import FaceCrop
-from slimfuse.processors.lip_sync import LipSyncProcessor, lip_sync_voice, sound_path
+from slimfuse.config import RunConfig
+from slimfuse.processors.lip_sync import LipSyncProcessor, check_target, read_sound
 from voices import buzz, write_sound, write_still_clip
 
 FPS = 25
@@ -104,12 +105,19 @@ def test_the_sound_past_its_end_is_silence(voice: Voice) -> None:
     assert voice.window(2.2).max() > 0
 
 
-def test_sound_sources(tmp_path: Path) -> None:
+def test_the_sound_of_a_run(tmp_path: Path) -> None:
+    """--source-audio, else the first sound file or video among the sources (FaceFusion's way); the photos, the
+    sources less sound files and the sound; no sound when the lip syncer does not run."""
     photo, sound, video = tmp_path / "me.jpg", tmp_path / "voice.MP3", tmp_path / "talk.mp4"
-    assert sound_path((photo, sound, video), None) == sound
-    assert sound_path((photo, video), None) == video
-    assert sound_path((photo, sound), tmp_path / "other.wav") == tmp_path / "other.wav"
-    assert sound_path((photo,), None) is None
+    lip = {"processors": ["face_swapper", "lip_syncer"]}
+    config = RunConfig.from_options([photo, sound, video], **lip)
+    assert config.sound == sound and config.photos == (photo, video)  # a second video is read as a photo (an error)
+    assert RunConfig.from_options([photo, video], **lip).sound == video
+    other = RunConfig.from_options([photo, sound], source_audio=tmp_path / "other.wav", **lip)
+    assert other.sound == tmp_path / "other.wav" and other.encode_settings(0).audio_path == other.sound
+    assert RunConfig.from_options([photo], **lip).sound is None
+    assert RunConfig.from_options([photo, sound]).sound is None
+    assert RunConfig.from_options([photo, sound]).encode_settings(0).audio_path is None
 
 
 def test_unusable_sound_is_one_line_with_exit_36(tmp_path: Path, astronaut: np.ndarray) -> None:
@@ -118,17 +126,20 @@ def test_unusable_sound_is_one_line_with_exit_36(tmp_path: Path, astronaut: np.n
     garbage = tmp_path / "noise.wav"
     garbage.write_bytes(b"RIFF" + bytes(range(256)) * 8)
     target = tmp_path / "target.mkv"
+    voice = read_sound(voice_file)
     cases = {
-        "image target": (voice_file, False, None, "needs a video target"),
-        "no sound": (None, True, 1.0, "needs a sound"),
-        "no audio stream": (silent_clip, True, 0.1, "has no audio stream"),
-        "undecodable": (garbage, True, 1.0, "cannot be"),
-        "shorter": (voice_file, True, 1.5, r"lasts 1.00 s, shorter than the target video \(1.50 s\)"),
+        "no sound": (lambda: read_sound(None), "needs a sound"),
+        "no audio stream": (lambda: read_sound(silent_clip), "has no audio stream"),
+        "undecodable": (lambda: read_sound(garbage), "cannot be"),
+        "image target": (lambda: check_target(voice, voice_file, target, False, None), "needs a video target"),
+        "shorter": (lambda: check_target(voice, voice_file, target, True, 1.5),
+                    r"lasts 1.00 s, shorter than the target video \(1.50 s\)"),
     }
-    for name, (sound, is_video, seconds, message) in cases.items():
+    for name, (call, message) in cases.items():
         with pytest.raises(LipSyncAudioError, match=message) as caught:
-            lip_sync_voice(sound, target, is_video, seconds)
+            call()
         assert caught.value.exit_code == 36 and "\n" not in caught.value.message, name
-    assert lip_sync_voice(voice_file, target, True, 1.05).duration == pytest.approx(1.0)
+    check_target(voice, voice_file, target, True, 1.05)
+    check_target(voice, voice_file, target, True, None)
     with pytest.raises(InputMissingError):
-        lip_sync_voice(tmp_path / "missing.wav", target, True, 1.0)
+        read_sound(tmp_path / "missing.wav")
