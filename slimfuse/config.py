@@ -617,7 +617,7 @@ class RunConfig:
         """UsageError when a stage needs a source photo and none is given."""
         if self.needs_source and not self.photos:
             wanting = ", ".join(stage for stage in self.stages if stage in SOURCE_PROCESSORS)
-            raise UsageError(detail=f"give a source photo (-s): {wanting} puts its face in")
+            raise UsageError(detail=f"give a source photo: {wanting} puts its face in")
 
     @property
     def inputs(self) -> tuple[Path, ...]:

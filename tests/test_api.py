@@ -42,7 +42,7 @@ def test_a_bad_option_gets_the_command_lines_message(tmp_path: Path, astronaut_p
     assert "--face-enhancer-blend: must lie between 0 and 100, got 120" in raised.value.message
     with pytest.raises(UsageError, match="unknown option face_enhancer_blnd"):
         Swapper([astronaut_path], face_enhancer_blnd=50)
-    with pytest.raises(UsageError, match="at least one source"):
+    with pytest.raises(UsageError, match="give a source photo: face_swapper puts its face in"):
         Swapper([])
 
 
@@ -143,3 +143,11 @@ def test_sources_as_arrays_and_close_releases_the_models(astronaut: np.ndarray, 
     assert swapper._run.pool.stats().resident
     swapper.close()
     assert swapper._run.pool.stats().resident == ()
+
+
+def test_a_swapper_without_the_face_swapper_needs_no_source(grace_hopper: np.ndarray) -> None:
+    """Swapper([], processors=["face_debugger"]) draws on the target's own face and changes nothing else."""
+    with Swapper([], processors=["face_debugger"]) as drawer:
+        drawn = drawer.swap_image(grace_hopper)
+    changed = np.any(drawn != grace_hopper, axis=2)
+    assert 0.002 < changed.mean() < 0.2

@@ -214,7 +214,7 @@ def test_processors_map_onto_the_stages(tmp_path: Path, models_dir: Path, astron
     assert code == 2 and "--processors: list each processor once" in err
     code, _, err = _swap(capsys, *argv[2:], "--processors", "face_swapper", "face_debugger")
     assert code == 2 and err.strip().splitlines() == [
-        "slimfuse: give a source photo (-s): face_swapper puts its face in; see slimfuse swap --help"]
+        "slimfuse: give a source photo: face_swapper puts its face in; see slimfuse swap --help"]
     code, _, err = _swap(capsys, *argv, "--processors", "frame_enhancer", "face_swapper", "--frame-enhancer-keep-scale")
     assert code == 2 and "list frame_enhancer after the face stages" in err
     config = RunConfig.from_options(["a.jpg"], processors=["face_swapper", "frame_enhancer"],

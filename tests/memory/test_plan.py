@@ -107,7 +107,7 @@ def test_the_run_models_follow_the_options(store: Store) -> None:
                                     frame_enhancer_model="real_esrgan_x2")
     assert run_models(config, ChainSpec.of(config), store.catalog) == (
         "face_detection_short_range", "face_landmark", "dlib_shape_predictor_5", "dlib_face_recognition_resnet",
-        "simswap_256", "arcface_w600k_r50", "crossface_simswap", "gfpgan_1.4", "xseg_1", "real_esrgan_x2")
+        "simswap_256", "arcface_w600k_r50", "crossface_simswap", "xseg_1", "gfpgan_1.4", "real_esrgan_x2")
 
 
 def test_a_missing_target_keeps_its_own_error_under_a_budget(capsys: pytest.CaptureFixture[str], tmp_path: Path,
