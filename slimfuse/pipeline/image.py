@@ -22,8 +22,10 @@ class ImageResult:
 
 def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
                reference: np.ndarray | None = None) -> tuple[np.ndarray, FrameStats]:
-    """The RGB image with its selected faces swapped; NoTargetFaceError (naming `origin`) when none is.
+    """The RGB image with its selected faces swapped; NoTargetFaceError (naming `origin`) when none is, and
+    LipSyncAudioError when the run lip-syncs (a still has no time for the sound).
     reference: an RGB photo of the person to swap (reference selection for this image)."""
+    check_lip_sync_targets(run.chain.processors, origin, False, None)
     keep = reference is not None or run.config.faces.face_selector_mode == "reference"
     loop = run.loop(run.prepare(keep_identity=keep), reference)
     run.mark("sources")
@@ -36,7 +38,6 @@ def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
 def swap_image_file(run: Run, target: Path, output: Path, reference: np.ndarray | None = None) -> ImageResult:
     """Read `target`, swap, write `output` (its type from its extension) whole or not at all; the caller has
     checked the output (media.destination.check_output)."""
-    check_lip_sync_targets(run.chain.processors, target, False, None)
     loaded = read_image(target)
     result, stats = swap_frame(run, loaded.rgb, target, reference)
     result = at_output_scale(result, loaded.rgb.shape, run.config.output.output_image_scale)
