@@ -84,3 +84,10 @@ def test_unusable_sound_is_exit_36(capsys: pytest.CaptureFixture[str], tmp_path:
         code, err = swap(capsys, "--processors", "lip_syncer", "--models-dir", placed, *argv)
         assert code == 36 and message in err and err.count("\n") == 1, (name, err)
     assert not list(tmp_path.glob("*.mp4")) and not (tmp_path / "out.png").exists()
+
+
+def test_live_refuses_the_lip_syncer(capsys: pytest.CaptureFixture[str], voice: Path, clip: Path) -> None:
+    code = main(["live", "--processors", "lip_syncer", "--source-audio", str(voice), "--input", str(clip),
+                 "--max-frames", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--processors lip_syncer: not live" in err and err.count("\n") == 1, err
