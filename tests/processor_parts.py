@@ -3,6 +3,7 @@ otherwise: the box mask alone (the neural processors' paste-back without a mesh)
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from slimfuse.config import EnhanceOptions, LipSyncOptions, MaskOptions, SwapOptions
 from slimfuse.media.voice import Voice
@@ -37,4 +38,4 @@ def make_enhancer(pool: ModelPool, model: str, blend: int | None = None, weight:
 def make_lip_syncer(pool: ModelPool, model: str, voice: Voice, weight: float = 0.5,
                     masks: MaskOptions = MaskOptions(face_mask_types=("box",))) -> LipSyncProcessor:
     return LipSyncProcessor(pool, LipSyncOptions(lip_syncer_model=model, lip_syncer_weight=weight), masks, voice,
-                            AdaptiveBatcher(pool))
+                            Path("voice.wav"), AdaptiveBatcher(pool))

@@ -115,7 +115,7 @@ def _build_lip_syncer(context: StageContext) -> FaceProcessor:
     voice = read_sound(sound)
     assert sound is not None
     try:
-        return LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, context.batcher, sound)
+        return LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, sound, context.batcher)
     except ValueError as exc:
         raise UsageError(detail=f"--lip-syncer-model {config.lip_sync.lip_syncer_model}: {exc}") from exc
 

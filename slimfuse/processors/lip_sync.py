@@ -9,8 +9,8 @@ crop: the face aligned to ffhq_512 at 512 px. process: each crop with the mel wi
   hull of the 68 points from the nose's base down the jaw, its edge softened by 5 px as FaceFusion's is).
 - edtalk: the crop shrunk to 256 px (area averaging), RGB, with the weight as its input; the answer is enlarged
   back to 512 px (bicubic) and shows through the box mask (--face-mask-blur, --face-mask-padding).
-The occlusion mask is taken off either when --face-mask-types names it. Model outputs in [0, 1] become pixels by
-truncation, as FaceFusion's do.
+Where --face-mask-types names occlusion, either mask is also cut by the occlusion mask (their minimum); the other
+mask types do not apply, as in FaceFusion. Model outputs in [0, 1] become pixels by truncation, as FaceFusion's do.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import cv2
 import numpy as np
 
 from slimfuse.config import LipSyncOptions, MaskOptions
+from slimfuse.errors import LipSyncAudioError
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.faces.types import Face
-from slimfuse.errors import LipSyncAudioError
 from slimfuse.media.voice import Voice, log_mel, read_voice
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.lip_syncers import (EDTALK, FACE_CROP, FACE_INPUT, FACE_TEMPLATE, LIP_SYNCER_TYPES,
@@ -72,8 +72,8 @@ class LipSyncProcessor:
     changes_over_time = True
     """Its result follows the sound at the frame's time: never reused from an earlier frame."""
 
-    def __init__(self, pool: ModelPool, options: LipSyncOptions, masks: MaskOptions, voice: Voice,
-                 batcher: AdaptiveBatcher, sound: Path = Path("sound")) -> None:
+    def __init__(self, pool: ModelPool, options: LipSyncOptions, masks: MaskOptions, voice: Voice, sound: Path,
+                 batcher: AdaptiveBatcher) -> None:
         """options: the model and its weight; masks: the run's (the box's blur and padding, whether the occlusion
         mask is on); voice: the sound the lips follow, on the target's timeline (read from `sound`)."""
         model = options.lip_syncer_model

@@ -18,7 +18,7 @@ from slimfuse.media.voice import WINDOW_COLUMNS, COLUMNS_PER_SECOND, Voice, log_
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import FaceCrop
-from slimfuse.config import RunConfig
+from slimfuse.config import MaskOptions, RunConfig
 from slimfuse.processors.lip_sync import LipSyncProcessor, check_target, read_sound
 from voices import buzz, write_sound, write_still_clip
 
@@ -143,3 +143,22 @@ def test_unusable_sound_is_one_line_with_exit_36(tmp_path: Path, astronaut: np.n
     check_target(voice, voice_file, target, True, None)
     with pytest.raises(InputMissingError):
         read_sound(tmp_path / "missing.wav")
+
+
+def test_the_occlusion_mask_cuts_the_paste_mask(mouth_pool: ModelPool, voice: Voice, astronaut: np.ndarray,
+                                                face: Face, tmp_path: Path, store: Store) -> None:
+    """With --face-mask-types ... occlusion, what the occluder sees covered keeps the target (here: the crop's
+    left half); elsewhere the lower-face mask stands. The other mask types do not apply, as in FaceFusion."""
+    visible = np.ones((256, 256), np.float32)
+    visible[:, :128] = 0
+    nm.save(nm.occluder("xseg_1", visible=visible), tmp_path / "placed", "xseg_1")
+    nm.save(nm.mouth_lip_syncer(), tmp_path / "placed", "wav2lip_gan_96")
+    pool = ModelPool(nm.isolated_store(tmp_path / "home", store, tmp_path / "placed"))
+    plain = make_lip_syncer(mouth_pool, "wav2lip_gan_96", voice)
+    occluded = make_lip_syncer(pool, "wav2lip_gan_96", voice,
+                               masks=MaskOptions(face_mask_types=("box", "mesh", "occlusion")))
+    crop = plain.crop(astronaut, face)
+    crop = FaceCrop(crop.image, crop.landmarks, crop.crop_from_frame, time=0.4)
+    alone, cut = plain.process([crop], None)[0].alpha, occluded.process([crop], None)[0].alpha
+    assert alone[:, :240].max() == 1 and alone[:, 300:].max() == 1
+    assert cut[:, :240].max() == 0 and np.array_equal(cut[:, 300:], alone[:, 300:])  # past the softened edge
