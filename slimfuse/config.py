@@ -280,11 +280,19 @@ class LipSyncOptions(Section):
     lip_syncer_weight: float = option(
         0.5, Number(0, 1, metavar="0-1"), "how far the lips follow the sound (FaceFusion's weight): wav2lip hears "
         "the sound 2 x this loud (as it is at 0.5), edtalk takes it as its weight input", video=True)
+    voice_extractor_model: str = _model(
+        "voice_extractor_model", NO_MODEL, "separate the voice from music and noise before the lips follow it, with "
+        "this model placed with --models-dir (kim_vocal_2 is FaceFusion's default; none: the lips follow the whole "
+        "sound)", video=True)
     source_audio: Path | None = option(
         None, FilePath(metavar="FILE"), "the sound the lips follow (an audio file or a video), which the output "
         "video carries instead of the target's; FaceFusion's way works too: a sound file (.wav .mp3 .flac .m4a "
         ".ogg .opus) among -s/--source-paths", who=OWNER, video=True,
         default_text="the first sound file or video among the sources")
+
+    @property
+    def voice_extractor(self) -> str | None:
+        return None if self.voice_extractor_model == NO_MODEL else self.voice_extractor_model
 
 
 def padding_from(values: Sequence[int]) -> Padding:

@@ -516,3 +516,16 @@ def mouth_lip_syncer(name: str = "wav2lip_gan_96") -> onnx.ModelProto:
                     _const("span", float(bottom - top)), _const("top", float(top)), _const("rows", rows),
                     _const("below_top", (rows >= top).astype(np.float32)), _const("columns", columns)]
     return _model(spec, nodes, initializers, free_batch=False)
+
+
+def lowpass_voice_extractor(name: str = "kim_vocal_2", below_bin: int = 160) -> onnx.ModelProto:
+    """A voice extractor's tensors: keeps the spectrum's bins below `below_bin` (6.25 Hz each: 1 kHz by default)
+    and silences the rest, so a high tone (the "music") goes and a low buzz (the "voice") mostly stays."""
+    spec = spec_of(name)
+    assert spec.io is not None
+    bins = spec.io.inputs[0].shape[2]
+    assert isinstance(bins, int)
+    keep = np.zeros((1, 1, bins, 1), np.float32)
+    keep[:, :, :below_bin] = 1
+    nodes = [helper.make_node("Mul", [spec.io.inputs[0].name, "keep"], [spec.io.outputs[0].name])]
+    return _model(spec, nodes, [_const("keep", keep)], free_batch=False)

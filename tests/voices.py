@@ -35,6 +35,13 @@ def buzz(seconds: float, syllables: Sequence[Syllable]) -> np.ndarray:
     return np.stack([mono, mono], axis=1)
 
 
+def with_tone(samples: np.ndarray, start: float, end: float, hz: float, level: float) -> np.ndarray:
+    """`samples` with a sine of `hz` at `level` (0-1 of full scale) added from `start` to `end` s (music, say)."""
+    time = np.arange(samples.shape[0]) / RATE
+    tone = level * 32767 * np.sin(2 * np.pi * hz * time) * ((time >= start) & (time < end))
+    return np.clip(samples + tone[:, None], -32768, 32767).astype(np.int16)
+
+
 def write_sound(path: Path, samples: np.ndarray, codec: str = "pcm_s16le") -> Path:
     """`samples` (RATE stereo int16) into an audio file (.wav by default)."""
     with av.open(str(path), "w") as container:

@@ -11,12 +11,13 @@ floor(80 (k + k0) / f), k0 the first k with 80 k / f >= 16, which is the same at
 the window follows the frame's own timestamp, so a variable frame rate is right too. A window reaching past the
 sound is silence, as in FaceFusion.
 
-FaceFusion first separates the voice from music with a model of its own (kim_vocal_2); slimfuse hears the whole
-sound.
+With a voice extractor (--voice-extractor-model, slimfuse.processors.voice_extract) the voice is first separated
+from music and noise, as FaceFusion does; without one the whole sound is heard.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,8 @@ LOW_HZ, HIGH_HZ = 55.0, 7600.0
 PREEMPHASIS = 0.97
 BLOCK_COLUMNS = 4096
 """Spectrogram columns computed at once (bounds the memory of a long sound)."""
+Separate = Callable[[np.ndarray], np.ndarray]
+"""A voice extractor: DECODE_RATE stereo int16 samples (n x 2) -> the voice (n x 2, any scale)."""
 
 
 @dataclass(frozen=True)
@@ -60,17 +63,20 @@ def log_mel(window: np.ndarray) -> np.ndarray:
     return (np.log10(floored) * 1.6 + 3.2).clip(-4, 4).astype(np.float32)
 
 
-def read_voice(path: Path) -> Voice:
-    """The voice of the first audio stream of `path` (an audio file or a video); LipSyncAudioError when it has
-    none or it cannot be decoded."""
-    return voice_of(decode_samples(path))
+def read_voice(path: Path, separate: Separate | None = None) -> Voice:
+    """The voice of the first audio stream of `path` (an audio file or a video), separated by `separate` when
+    given; LipSyncAudioError when it has none or it cannot be decoded."""
+    return voice_of(decode_samples(path), separate)
 
 
-def voice_of(samples: np.ndarray) -> Voice:
-    """The voice of DECODE_RATE stereo int16 samples (n x 2)."""
+def voice_of(samples: np.ndarray, separate: Separate | None = None) -> Voice:
+    """The voice of DECODE_RATE stereo int16 samples (n x 2), separated by `separate` when given."""
     if samples.shape[0] == 0 or not np.any(samples):
         return Voice(np.zeros((MELS, 0)), samples.shape[0] / DECODE_RATE)
-    resampled = fourier_resample(samples.astype(np.float64), round(samples.shape[0] * MEL_RATE / DECODE_RATE))
+    sound = np.asarray(separate(samples) if separate is not None else samples, dtype=np.float64)
+    if not np.any(sound):
+        return Voice(np.zeros((MELS, 0)), samples.shape[0] / DECODE_RATE)
+    resampled = fourier_resample(sound, round(samples.shape[0] * MEL_RATE / DECODE_RATE))
     mono = resampled.mean(axis=1)
     mono = mono / np.max(np.abs(mono))
     emphasised = np.concatenate([mono[:1], mono[1:] - PREEMPHASIS * mono[:-1]])

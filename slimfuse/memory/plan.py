@@ -31,6 +31,7 @@ Device = Literal["cpu", "gpu"]
 ACTIVATION_FACTOR: Mapping[str, float] = {
     "swapper": 256.0, "enhancer": 128.0, "frame_enhancer": 256.0, "recognizer": 64.0, "detector": 64.0,
     "landmarker": 64.0, "occluder": 64.0, "parser": 64.0, "embedding_converter": 4.0, "lip_syncer": 256.0,
+    "voice_extractor": 32.0,
 }
 # A model without a described input (the embedded MediaPipe and dlib models): activations as a share of its file.
 UNDESCRIBED_ACTIVATION = 1.0

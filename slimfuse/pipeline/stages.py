@@ -21,6 +21,7 @@ from slimfuse.processors.base import FaceProcessor, FrameProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.lip_sync import LipSyncProcessor, read_sound
+from slimfuse.processors.voice_extract import VoiceExtractor
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
@@ -105,14 +106,20 @@ def _build_frame_enhancer(context: StageContext) -> FrameProcessor:
 
 
 def _lip_syncer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    extractor = config.lip_sync.voice_extractor
     occlusion = "occlusion" in config.masks.face_mask_types
-    return (config.lip_sync.lip_syncer_model, *((config.masks.face_occluder_model,) if occlusion else ()))
+    return (*((extractor,) if extractor is not None else ()), config.lip_sync.lip_syncer_model,
+            *((config.masks.face_occluder_model,) if occlusion else ()))
 
 
 def _build_lip_syncer(context: StageContext) -> FaceProcessor:
     config = context.config
     sound = config.sound
-    voice = read_sound(sound)
+    extractor = config.lip_sync.voice_extractor
+    separate = None
+    if extractor is not None:
+        separate = VoiceExtractor(partial(context.batcher.run, extractor))
+    voice = read_sound(sound, separate)
     assert sound is not None
     try:
         return LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, sound, context.batcher)

@@ -25,7 +25,7 @@ from slimfuse.config import LipSyncOptions, MaskOptions
 from slimfuse.errors import LipSyncAudioError
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.faces.types import Face
-from slimfuse.media.voice import Voice, log_mel, read_voice
+from slimfuse.media.voice import Separate, Voice, log_mel, read_voice
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.neural.lip_syncers import (EDTALK, FACE_CROP, FACE_INPUT, FACE_TEMPLATE, LIP_SYNCER_TYPES,
                                                 MEL_INPUT, WEIGHT_INPUT)
@@ -41,13 +41,13 @@ SHORT_SOUND_S = 0.1
 """How much shorter than the video the sound may be (its last windows are then silence, as in FaceFusion)."""
 
 
-def read_sound(sound: Path | None) -> Voice:
-    """The voice of the lip syncer's sound (RunConfig.sound); LipSyncAudioError (exit 36) when there is none, it has
-    no audio stream or it cannot be decoded."""
+def read_sound(sound: Path | None, separate: Separate | None = None) -> Voice:
+    """The voice of the lip syncer's sound (RunConfig.sound), separated by the voice extractor when given;
+    LipSyncAudioError (exit 36) when there is none, it has no audio stream or it cannot be decoded."""
     if sound is None:
         raise LipSyncAudioError(detail="the lip syncer needs a sound: --source-audio FILE, or a sound file or video "
                                        "among -s/--source-paths")
-    return read_voice(sound)
+    return read_voice(sound, separate)
 
 
 def check_target(voice: Voice, sound: Path, target: Path, is_video: bool, video_seconds: float | None) -> None:
@@ -91,7 +91,8 @@ class LipSyncProcessor:
         self.batcher = batcher
         self.occluder = (FaceMasker(pool, replace(masks, face_mask_types=("occlusion",)), None)
                          if "occlusion" in masks.face_mask_types else None)
-        self.preparation_models: tuple[str, ...] = ()
+        # The voice extractor ran on the sound as the stage was built; the run may release it with the sources'.
+        self.preparation_models: tuple[str, ...] = tuple(filter(None, [options.voice_extractor]))
         self.generator_models: tuple[str, ...] = (model,)
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> None:

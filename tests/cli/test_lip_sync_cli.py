@@ -1,6 +1,7 @@
 """The lip syncer through the command line, on a variable-rate clip of the astronaut with a generated voice and
-the mouth stand-in placed as wav2lip_gan_96: FaceFusion's line (the voice among -s), --source-audio, the face
-swapper and the lip syncer in one run, and the one-line refusals (exit 36)."""
+the mouth stand-in placed as wav2lip_gan_96: FaceFusion's line (the voice among -s), --source-audio, a voice
+extractor (a low-pass stand-in), the face swapper and the lip syncer in one run, and the one-line refusals (exit 36
+and, live, exit 2)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,6 +29,7 @@ def uneven_times() -> list[float]:
 @pytest.fixture
 def placed(models_dir: Path) -> Path:
     nm.save(nm.mouth_lip_syncer(), models_dir, "wav2lip_gan_96")
+    nm.save(nm.lowpass_voice_extractor(), models_dir, "kim_vocal_2")
     return models_dir
 
 
@@ -46,11 +48,12 @@ def swap(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, st
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("how", ["facefusion", "source-audio"])
+@pytest.mark.parametrize("how", ["facefusion", "source-audio", "voice-extractor"])
 def test_the_mouth_follows_the_voice_in_sync(capsys: pytest.CaptureFixture[str], tmp_path: Path, placed: Path,
                                              clip: Path, voice: Path, how: str) -> None:
     output = tmp_path / "dubbed.mp4"
-    sound = ["-s", voice] if how == "facefusion" else ["--source-audio", voice]
+    sound = {"facefusion": ["-s", voice], "source-audio": ["--source-audio", voice],
+             "voice-extractor": ["-s", voice, "--voice-extractor-model", "kim_vocal_2"]}[how]
     code, err = swap(capsys, "--processors", "lip_syncer", *sound, "-t", clip, "-o", output, "--models-dir", placed)
     assert code == 0, err
     times, scores = sync_scores(output, ASTRONAUT_FACE)

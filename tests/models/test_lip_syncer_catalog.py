@@ -1,5 +1,6 @@
-"""The lip syncers' catalog entries against FaceFusion 3.8.1's facts (its model table and the tensors its lip syncer
-feeds, written down independently in tests/parity/standins.py), and a file of another contract refused."""
+"""The lip syncers' and voice extractors' catalog entries against FaceFusion 3.8.1's facts (its model tables and the
+tensors it feeds, written down independently in tests/parity/standins.py), and a file of another contract
+refused."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +12,7 @@ from parity import standins
 from slimfuse.errors import ModelInvalidError
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.neural.lip_syncers import FACE_CROP, FACE_TEMPLATE, LIP_SYNCER_NAMES, LIP_SYNCER_TYPES
+from slimfuse.models.neural.voice_extractors import VOICE_EXTRACTOR_NAMES
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 
@@ -20,6 +22,8 @@ FACTS = {
     "wav2lip_gan_96": ("models-3.0.0", "wav2lip", 96, "non-commercial"),
     "edtalk_256": ("models-3.3.0", "edtalk", 256, "Apache-2.0"),
 }
+VOICE_FACTS = {"kim_vocal_1": ("models-3.4.0", "non-commercial"), "kim_vocal_2": ("models-3.0.0", "non-commercial"),
+               "uvr_mdxnet": ("models-3.4.0", "MIT")}
 
 
 def test_every_lip_syncer_of_facefusion_is_there() -> None:
@@ -36,6 +40,18 @@ def test_entries_follow_facefusions_facts(name: str) -> None:
     assert spec.sha256 is None and spec.publisher_crc32  # trust on first use, a download checked by NAME.hash
     assert spec.io is not None and spec.io.crop_size == size
     assert (FACE_TEMPLATE, FACE_CROP) == ("ffhq_512", 512)
+    contract = standins.CONTRACTS[name]
+    assert [(t.name, t.shape) for t in spec.io.inputs] == [(t.name, t.shape) for t in contract.inputs]
+    assert [t.shape for t in spec.io.outputs] == [t.shape for t in contract.outputs]
+
+
+@pytest.mark.parametrize("name", sorted(VOICE_FACTS))
+def test_voice_extractors_follow_facefusions_facts(name: str) -> None:
+    release, licence = VOICE_FACTS[name]
+    spec = Catalog().get(name)
+    assert spec.kind == "voice_extractor" and licence in spec.licence and name in VOICE_EXTRACTOR_NAMES
+    assert spec.urls[0] == f"https://github.com/facefusion/facefusion-assets/releases/download/{release}/{name}.onnx"
+    assert spec.io is not None
     contract = standins.CONTRACTS[name]
     assert [(t.name, t.shape) for t in spec.io.inputs] == [(t.name, t.shape) for t in contract.inputs]
     assert [t.shape for t in spec.io.outputs] == [t.shape for t in contract.outputs]

@@ -51,7 +51,7 @@ class Contract:
     larger: the frame enhancers), "converter" (512 -> 512), "scrfd" / "yunet" / "yolo" (a face detector's raw
     outputs, see DETECTORS), "recognizer" (aligned face -> embedding), "occluder" (channels-last image ->
     channels-last one-channel mask), "parser" (image -> class logits of the same size), "lip_syncer" (mel window +
-    face (+ edtalk's weight) -> face).
+    face (+ edtalk's weight) -> face), "voice_extractor" (spectra -> spectra).
     activation: the output's last op, giving its range: "sigmoid" (0..1), "tanh" (-1..1) or "none" (logits)."""
 
     name: str
@@ -180,9 +180,16 @@ def _lip_syncer(name: str, channels: int, size: int, weight: bool = False) -> Co
 
 LIP_SYNCERS: tuple[Contract, ...] = (
     _lip_syncer("wav2lip_96", 6, 96), _lip_syncer("wav2lip_gan_96", 6, 96), _lip_syncer("edtalk_256", 3, 256, True))
+# Voice extractors (facefusion/voice_extractor.py): `input` [windows, 4, 3072, 256] (each stereo channel's real and
+# imaginary spectrum) -> the voice's spectrum, the same shape, read by position. The stand-in keeps each value times
+# a mask in (0, 1) computed from its neighbourhood in every channel.
+SPECTRUM = ("batch", 4, 3072, 256)
+VOICE_EXTRACTORS: tuple[Contract, ...] = tuple(
+    Contract(name, "voice_extractor", (Tensor("input", SPECTRUM),), (Tensor("output", SPECTRUM),))
+    for name in ("kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"))
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *LIP_SYNCERS)}
+    *LIP_SYNCERS, *VOICE_EXTRACTORS)}
 
 
 VOICE_RATE = 48_000
@@ -191,17 +198,18 @@ VOICE_PARTS = ((0.4, 0.0), (0.4, 300.0), (0.4, -1.0), (0.4, 1000.0), (0.4, 0.0))
 """The parity sound: (seconds, what) parts, a tone of that many Hz, silence (0) or noise (-1)."""
 
 
-def parity_voice() -> np.ndarray:
+def parity_voice(repeats: int = 1) -> np.ndarray:
     """The sound both programs hear in the lip syncer's parity tests: VOICE_RATE stereo int16 (n x 2), silence,
     a 300 Hz tone, noise, a 1 kHz tone and silence again (0.4 s each, a faint hiss throughout), the right channel at
-    half the left's level, from a seeded generator."""
+    half the left's level, from a seeded generator; `repeats` times over (the voice extractor's test takes 6 s, so
+    that its overlapping 5.12 s pieces meet)."""
     rng = np.random.Generator(np.random.PCG64(seed_of("parity_voice")))
     parts = []
     for seconds, what in VOICE_PARTS:
         time = np.arange(round(seconds * VOICE_RATE)) / VOICE_RATE
         part = rng.standard_normal(time.size) * 0.3 if what < 0 else 0.5 * np.sin(2 * np.pi * what * time)
         parts.append(part + rng.standard_normal(time.size) * 0.002)
-    left = np.concatenate(parts) * 20_000
+    left = np.tile(np.concatenate(parts), repeats) * 20_000
     return np.stack([left, left / 2], axis=1).astype(np.int16)
 
 
@@ -338,6 +346,9 @@ def build(name: str) -> onnx.ModelProto:
     elif contract.kind == "parser":
         logits = graph.blobs(graph.image_body(first.name, first.shape[1], None, contract.outputs[0].shape[1]))
         graph.node("Identity", [logits], contract.outputs[0].name)
+    elif contract.kind == "voice_extractor":
+        mask = graph.node("Sigmoid", [graph.image_body(first.name, 4, None, channels_out=4)])
+        graph.node("Mul", [first.name, mask], contract.outputs[0].name)
     elif contract.kind == "lip_syncer":
         conditioning = graph.identity_vector(contract.inputs[0])
         if len(contract.inputs) > 2:  # edtalk's weight

@@ -1,8 +1,9 @@
 """Parity with FaceFusion 3.8.1's lip syncer, model by model, stage by stage (the recorded stages:
 tools/facefusion_reference/record_lip_syncer.py).
 
-Both programs hear the parity sound (`standins.parity_voice`), FaceFusion's from its own spectrogram functions
-without its voice extractor (slimfuse has none). slimfuse's LipSyncProcessor runs the parity stand-ins, loaded
+Both programs hear the parity sound (`standins.parity_voice`), FaceFusion's from its own spectrogram functions,
+without a voice extractor and with each voice extractor's stand-in (on 6 s of it, so that the extractor's
+overlapping pieces meet). slimfuse's LipSyncProcessor runs the parity stand-ins, loaded
 through a store, with the box mask type (FaceFusion's default), blur 0.3 and weight 0.5; each frame K of the
 recording is given the time K / 25 s, so the window follows the frame's timestamp and lands where FaceFusion's
 frame number puts it. The face has geometry.json's five and 68 points, as FaceFusion was given.
@@ -13,6 +14,8 @@ end-to-end comparison is where both masks are whole; wav2lip's lower-face mask i
 """
 from __future__ import annotations
 
+from functools import partial
+
 import cv2
 import numpy as np
 import pytest
@@ -22,12 +25,14 @@ from parity.faces import mesh_face
 from parity.reference import MAX_PIXELS, Figures, mask_float, recorded, standin_pool
 from processor_parts import make_lip_syncer
 from slimfuse.media.voice import Voice, voice_of
+from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.base import FaceCrop
 from slimfuse.processors.blend import paste_back
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.processors.lip_sync import LipSyncProcessor, lower_face
+from slimfuse.processors.voice_extract import VoiceExtractor
 from slimfuse.processors.mask_types import box_mask
 
 AREA = "lip_syncer"
@@ -36,6 +41,8 @@ WAV2LIPS = ("wav2lip_96", "wav2lip_gan_96")
 FRAMES = (0, 12, 22, 32)
 LOUD = 12
 STRIDE = 4
+VOICE_REPEATS = 3
+VOICE_STRIDE = 97
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +53,26 @@ def parity_pool(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Model
 @pytest.fixture(scope="module")
 def voice() -> Voice:
     return voice_of(standins.parity_voice())
+
+
+@pytest.mark.parametrize("model", tuple(contract.name for contract in standins.VOICE_EXTRACTORS))
+def test_voice_extractor(tmp_path_factory: pytest.TempPathFactory, store: Store, model: str,
+                         figures: Figures) -> None:
+    """The voice the extractor's stand-in gives, and the spectrogram of it, as FaceFusion's (float32 precision)."""
+    reference = recorded(AREA, "voice")
+    pool = standin_pool(tmp_path_factory.mktemp(f"parity_{model}"), store, (model,))
+    extractor = VoiceExtractor(partial(AdaptiveBatcher(pool).run, model))
+    sound = standins.parity_voice(VOICE_REPEATS)
+    voice = extractor(sound)
+    theirs = reference[f"voice_{model}"]
+    assert np.abs(voice[::VOICE_STRIDE] - theirs).max() <= 1e-5 * np.abs(theirs).max()
+    assert np.abs(voice - sound / 32767).max() > 0.1  # the stand-in changed the sound
+    spectrogram = voice_of(sound, extractor).spectrogram
+    expected = reference[f"spectrogram_{model}"]
+    assert spectrogram.shape == expected.shape
+    assert np.abs(spectrogram - expected).max() <= 1e-4 * expected.max()
+    figures.note(AREA, model, "extracted voice's spectrogram",
+                 f"largest difference {np.abs(spectrogram - expected).max() / expected.max():.1e} of its peak")
 
 
 def seconds(frame: int) -> float:

@@ -4,6 +4,7 @@ frames open the mouth, silent ones leave it shut, the window follows each frame'
 and sound that cannot be used is one line with exit 36."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,9 @@ from slimfuse.models.store import Store
 from slimfuse.processors.base import FaceCrop
 from slimfuse.config import MaskOptions, RunConfig
 from slimfuse.processors.lip_sync import LipSyncProcessor, check_target, read_sound
-from voices import buzz, write_sound, write_still_clip
+from slimfuse.processors.voice_extract import VoiceExtractor
+from slimfuse.memory.batching import AdaptiveBatcher
+from voices import buzz, with_tone, write_sound, write_still_clip
 
 FPS = 25
 SECONDS = 3.2
@@ -162,3 +165,20 @@ def test_the_occlusion_mask_cuts_the_paste_mask(mouth_pool: ModelPool, voice: Vo
     alone, cut = plain.process([crop], None)[0].alpha, occluded.process([crop], None)[0].alpha
     assert alone[:, :240].max() == 1 and alone[:, 300:].max() == 1
     assert cut[:, :240].max() == 0 and np.array_equal(cut[:, 300:], alone[:, 300:])  # past the softened edge
+
+
+def test_the_voice_extractor_keeps_music_from_moving_the_mouth(mouth_pool: ModelPool, astronaut: np.ndarray,
+                                                               face: Face, tmp_path: Path, store: Store) -> None:
+    """A 3 kHz tone (the music) alone between two syllables opens the mouth when the whole sound is heard; the
+    extractor's stand-in (a low-pass: the voice) takes it away, and the syllables still open the mouth."""
+    nm.save(nm.lowpass_voice_extractor(), tmp_path / "placed", "kim_vocal_2")
+    pool = ModelPool(nm.isolated_store(tmp_path / "home", store, tmp_path / "placed"))
+    sound = with_tone(buzz(SECONDS, SYLLABLES), 0.9, 1.15, 3000.0, 0.5)
+    path = write_sound(tmp_path / "song.wav", sound)
+    heard = read_sound(path)
+    separated = read_sound(path, VoiceExtractor(partial(AdaptiveBatcher(pool).run, "kim_vocal_2")))
+    whole = make_lip_syncer(mouth_pool, "wav2lip_gan_96", heard)
+    voice = make_lip_syncer(mouth_pool, "wav2lip_gan_96", separated)
+    music, syllable = 0.92, 0.45  # windows within the tone alone, and within the first syllable
+    assert opening(whole, astronaut, face, music) > 100 and opening(voice, astronaut, face, music) == 0
+    assert opening(voice, astronaut, face, syllable) > 300

@@ -1,10 +1,12 @@
 """Reference outputs of FaceFusion 3.8.1's lip syncer, model by model, stage by stage.
 
 The sound is the parity sound (`standins.parity_voice`: tones, noise and silence, 48 kHz stereo int16). FaceFusion
-reads sound through an ffmpeg binary and first separates the voice with its voice extractor model; neither is used
-here: the decoded samples go straight into FaceFusion's own `prepare_voice`, `create_spectrogram` and
-`extract_audio_frames` (at 25 frames/s), which is `read_voice` less the voice extractor (slimfuse has none).
-Into lip_syncer/voice.npz: `spectrogram` (80 x columns) and `window_K`, the mel window of frame K.
+reads sound through an ffmpeg binary, which is not used here: the decoded samples go straight into FaceFusion's own
+functions. Into lip_syncer/voice.npz: `spectrogram` (80 x columns), from `prepare_voice` and `create_spectrogram`
+without the voice extractor, and `window_K`, the mel window of frame K from `extract_audio_frames` (25 frames/s);
+for each voice extractor NAME (on its stand-in), `spectrogram_NAME`: FaceFusion's `read_voice` less ffmpeg
+(`batch_extract_voice`, then the same) on the parity sound three times over (6 s: two overlapping pieces), and
+`voice_NAME`, the extracted voice at every VOICE_STRIDE-th sample (both float32).
 
 For each of the 3 lip syncers (on parity stand-ins), with FaceFusion's defaults (--face-mask-types box,
 --face-mask-blur 0.3, --lip-syncer-weight 0.5), for each frame K of FRAMES, into lip_syncer/NAME.npz:
@@ -32,6 +34,8 @@ LOUD = 12
 BLUR = 0.3
 STRIDE = 4
 """512 px outputs are kept at every 4th pixel of every 4th row (the whole is compared through the pasted frame)."""
+VOICE_STRIDE = 97
+VOICE_REPEATS = 3
 
 
 def record(inputs: common.Inputs, models: Path) -> list[Path]:
@@ -43,7 +47,7 @@ def record(inputs: common.Inputs, models: Path) -> list[Path]:
 
     spectrogram = audio.create_spectrogram(audio.prepare_voice(common.standins.parity_voice()))
     windows = audio.extract_audio_frames(spectrogram, common.standins.VOICE_FPS)
-    written = [common.save("lip_syncer", "voice", {"spectrogram": spectrogram,
+    written = [common.save("lip_syncer", "voice", {"spectrogram": spectrogram, **extracted_voices(models),
                                                     **{f"window_{k}": windows[k] for k in FRAMES}})]
     target = common.facefusion_face(inputs.geometry["target"], inputs.target_embedding)
     crop, matrix = warp_face_by_face_landmark_5(inputs.target_bgr, target.landmark_set["5/68"], "ffhq_512", (512, 512))
@@ -84,3 +88,20 @@ def record(inputs: common.Inputs, models: Path) -> list[Path]:
         written.append(common.save("lip_syncer", name, arrays))
     written.append(common.save("lip_syncer", "crops", {"ffhq_512": common.rgb(crop)}))
     return written
+
+
+def extracted_voices(models: Path) -> dict[str, np.ndarray]:
+    """Each voice extractor's voice of the parity sound (6 s) and its spectrogram, from FaceFusion's functions."""
+    from facefusion import audio, state_manager, voice_extractor
+
+    sound = common.standins.parity_voice(VOICE_REPEATS)
+    arrays = {}
+    for contract in common.standins.VOICE_EXTRACTORS:
+        name = contract.name
+        state_manager.init_item("voice_extractor_model", name)
+        pool = {name: common.session(name, models)}
+        voice_extractor.get_inference_pool = lambda pool=pool: pool
+        voice = voice_extractor.batch_extract_voice(sound, 240 * 1024, 180 * 1024)
+        arrays[f"spectrogram_{name}"] = audio.create_spectrogram(audio.prepare_voice(voice)).astype(np.float32)
+        arrays[f"voice_{name}"] = voice[::VOICE_STRIDE]
+    return arrays

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from slimfuse.models.neural import (classifiers, detectors, enhancers, frame_enhancers, lip_syncers, masks, recognizers,
-                                    swappers)
+                                    swappers, voice_extractors)
 from slimfuse.models.spec import ModelSpec
 
 NEURAL_MODELS: tuple[ModelSpec, ...] = (
     swappers.MODELS + enhancers.MODELS + recognizers.MODELS + detectors.MODELS + masks.MODELS + frame_enhancers.MODELS
-    + classifiers.MODELS + lip_syncers.MODELS
+    + classifiers.MODELS + lip_syncers.MODELS + voice_extractors.MODELS
 )
