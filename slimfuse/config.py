@@ -27,11 +27,15 @@ from slimfuse.media.formats import (AUDIO_ENCODERS, AUDIO_SUFFIXES, CONTAINERS, 
                                     EncodeSettings)
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, split_variants
+from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, is_custom_name, is_dfm_path
+from slimfuse.models.neural.deep_swappers import DEFAULT_MODEL as DEEP_SWAPPER_DEFAULT
+from slimfuse.models.neural.deep_swappers import model_name as deep_swapper_model_name
+from slimfuse.models.neural.frame_colorizers import SIZES as FRAME_COLORIZER_SIZES
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
 from slimfuse.models.variants import VARIANTS
-from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
+from slimfuse.options import (BATCHES, COMMAND_LINES, CONTROLLED, Choice, FILE_OWNER, NOT_LIVE, OWNER, Amount, Bytes,
                               Declared, FilePath, Items, ModelName, Number, Option, Rate, Section, Switch, Whole, Word,
                               alias, declared_in, option, option_error)
 from slimfuse.profiles import PROFILE_OPTIONS, PROFILES, resolve
@@ -51,8 +55,8 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
     "face_enhancer", "face_swapper", "frame_colorizer", "frame_enhancer", "lip_syncer",
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
-SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "face_enhancer", "frame_enhancer", "face_debugger",
-                                         "lip_syncer")
+SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "deep_swapper", "face_enhancer", "age_modifier",
+                                         "frame_enhancer", "frame_colorizer", "face_debugger", "lip_syncer")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -67,6 +71,8 @@ PROCESSOR_MODELS: Mapping[str, tuple[str, str]] = MappingProxyType({
 (FaceFusion's own default for the face enhancer; for the frame enhancer, whose FaceFusion default span_kendata_x4 is
 not in the catalog, the x4 model that is)."""
 LOG_LEVELS: tuple[str, ...] = ("error", "warn", "info", "debug")
+COLORIZER_SIZES: tuple[str, ...] = tuple(f"{side}x{side}" for side in FRAME_COLORIZER_SIZES)
+"""FaceFusion's --frame-colorizer-size choices."""
 BlendMode = Literal["feather", "poisson"]
 EyeRegion = Literal["source", "target"]
 MaskType = Literal["box", "mesh", "occlusion", "area", "region"]
@@ -207,8 +213,9 @@ class SwapOptions(Section):
     processors: tuple[str, ...] | None = option(
         None, Items(Word(FACEFUSION_PROCESSORS), metavar="PROCESSOR"), "the stages each frame goes through, in this "
         "order, by FaceFusion's names: face_enhancer and frame_enhancer run with their model options (else "
-        "gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face last; a stage not listed "
-        "does not run, and a run without face_swapper needs no source photo", default_text="face_swapper, "
+        "gfpgan_1.4 and real_esrgan_x4), face_debugger draws what was found on each face last, deep_swapper puts "
+        "a DFM face model's person in; a stage not listed does not run, and a run without face_swapper needs no "
+        "source photo", default_text="face_swapper, "
         "and an enhancer where its model option names one")
     face_debugger_items: tuple[str, ...] = option(
         ("face-landmark-5/68", "face-mask"), Items(Word(DEBUGGER_ITEMS), metavar="ITEM"), "what the face debugger "
@@ -266,6 +273,66 @@ class EnhanceOptions(Section):
     @property
     def frame_enhancer(self) -> str | None:
         return None if self.frame_enhancer_model == NO_MODEL else self.frame_enhancer_model
+
+
+@dataclass(frozen=True)
+class DeepSwapOptions(Section):
+    """The deep swapper (`--processors deep_swapper`): a DFM face model, trained on one person, needs no source."""
+
+    title: ClassVar[str] = "the deep swapper (DFM face models)"
+
+    deep_swapper_model: str = option(
+        DEEP_SWAPPER_DEFAULT, Choice(DEEP_SWAPPER_NAMES, "`slimfuse models list` shows", is_custom_name,
+                                     "custom/NAME", metavar="MODEL"),
+        "the DFM face model whose person replaces each face: one FaceFusion publishes (SCOPE/NAME, fetched on first "
+        "use), or custom/NAME, the user's NAME.dfm in the custom folder of --models-dir")
+    deep_swapper_file: Path | None = option(
+        None, FilePath(metavar="DFM"), "the user's own DFM file (as DeepFaceLive exports it), by path; runs instead "
+        "of --deep-swapper-model, trusted on first use", who=OWNER, default_text="none")
+    deep_swapper_morph: int = option(
+        100, Whole(0, 100, metavar="0-100"), "how far the face moves toward the model's person, for files trained "
+        "with a morph factor (AMP); others ignore it")
+
+    @property
+    def model(self) -> str:
+        """The catalog name of the model the deep swapper runs (a file's resolved path)."""
+        file = self.deep_swapper_file
+        return self.deep_swapper_model if file is None else deep_swapper_model_name(str(file))
+
+    def check(self) -> None:
+        file = self.deep_swapper_file
+        if file is not None and not is_dfm_path(str(file)):
+            raise option_error("deep_swapper_file", f"must be a .dfm file, got {str(file)!r}")
+
+
+@dataclass(frozen=True)
+class AgeModifierOptions(Section):
+    title: ClassVar[str] = "the age modifier (--processors age_modifier)"
+
+    age_modifier_model: str = _model(
+        "age_modifier_model", "fran", "the age modifier's model placed with --models-dir: fran (needs the fairface "
+        "classifier for the face's age) or styleganex_age (the face with its surroundings)")
+    age_modifier_direction: int = option(
+        0, Whole(-100, 100, metavar="-100-100"), "how much older (positive) or younger (negative) each face is made; "
+        "fran: years added to the face's age, styleganex_age: the strength of its edit")
+
+
+@dataclass(frozen=True)
+class FrameColorizerOptions(Section):
+    title: ClassVar[str] = "the frame colouriser (--processors frame_colorizer)"
+
+    frame_colorizer_model: str = _model(
+        "frame_colorizer_model", "ddcolor", "the frame colouriser's model placed with --models-dir")
+    frame_colorizer_blend: int = option(
+        100, Whole(0, 100, metavar="0-100"), "how much of the coloured frame replaces the frame")
+    frame_colorizer_size: str = option(
+        "256x256", Word(COLORIZER_SIZES, metavar="|".join(COLORIZER_SIZES)), "the size the colouriser sees the "
+        "frame at (its colours are then stretched over the frame, whose own lightness is kept)")
+
+    @property
+    def side(self) -> int:
+        """The colouriser's square input side in pixels."""
+        return int(self.frame_colorizer_size.split("x")[0])
 
 
 @dataclass(frozen=True)
@@ -386,7 +453,7 @@ class VideoOptions(Section):
                                         default_text="the end")
     reuse_threshold: float | None = option(
         None, Number(0, metavar="G"), "reuse a generated face while its crop changed less than this many grey "
-        "levels; 0 = off", video=True, default_text="2 for neural swappers, off for mesh")
+        "levels; 0 = off", video=True, default_text="2 when a neural model makes the faces, off for mesh")
     reuse_max_frames: int = option(3, Whole(0, metavar="K"), "at most this many reuses in a row", video=True)
     temp_frame_format: str | None = option(
         None, Word(FRAME_FORMATS, metavar="|".join(FRAME_FORMATS)), "go through frame files of this format in a "
@@ -514,9 +581,11 @@ class ProgramOptions(Section):
 
 
 SECTIONS: Mapping[str, type[Section]] = {
-    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "masks": MaskOptions,
+    "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "deep_swap": DeepSwapOptions,
+    "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
-    "output": OutputOptions, "program": ProgramOptions, "lip_sync": LipSyncOptions,
+    "output": OutputOptions, "program": ProgramOptions, "age_modifier": AgeModifierOptions,
+    "frame_colorizer": FrameColorizerOptions, "lip_sync": LipSyncOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
     alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
@@ -542,6 +611,7 @@ class RunConfig:
     faces: FaceOptions = FaceOptions()
     swap: SwapOptions = SwapOptions()
     enhance: EnhanceOptions = EnhanceOptions()
+    deep_swap: DeepSwapOptions = DeepSwapOptions()
     masks: MaskOptions = MaskOptions()
     runtime: RuntimeOptions = RuntimeOptions()
     video: VideoOptions = VideoOptions()
@@ -549,6 +619,8 @@ class RunConfig:
     memory: MemoryOptions = MemoryOptions()
     output: OutputOptions = OutputOptions()
     program: ProgramOptions = ProgramOptions()
+    age_modifier: AgeModifierOptions = AgeModifierOptions()
+    frame_colorizer: FrameColorizerOptions = FrameColorizerOptions()
     lip_sync: LipSyncOptions = LipSyncOptions()
     model_variants: tuple[tuple[str, str], ...] = ()
     """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the

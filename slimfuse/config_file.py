@@ -46,7 +46,9 @@ FACEFUSION_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "workflow": _keys("workflow_mode workflow_strategy"),
     "processors": _keys("processors face_enhancer_model face_enhancer_blend face_enhancer_weight face_swapper_model "
                         "face_swapper_pixel_boost face_swapper_weight frame_enhancer_model frame_enhancer_blend "
-                        "face_debugger_items lip_syncer_model lip_syncer_weight"),
+                        "face_debugger_items deep_swapper_model deep_swapper_morph age_modifier_model "
+                        "age_modifier_direction frame_colorizer_model frame_colorizer_blend frame_colorizer_size "
+                        "lip_syncer_model lip_syncer_weight"),
     "execution": _keys("execution_device_ids execution_providers execution_thread_count"),
     "memory": _keys("video_memory_strategy"),
     "misc": _keys("log_level halt_on_error"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol
@@ -145,6 +145,29 @@ class Word(NamedTuple):
     def describe(self) -> dict[str, object]:
         numbers = all(isinstance(choice, int) for choice in self.choices)
         return {"type": "integer" if numbers else "string", "choices": list(self.choices)}
+
+
+class Choice(NamedTuple):
+    """One of many `names` (the help does not list them; `listed` says where they are), or a value `other` accepts
+    (`other_text` says which: a user's own file's name)."""
+
+    names: Sequence[str]
+    listed: str
+    other: Callable[[str], bool]
+    other_text: str
+    metavar: str = ""
+
+    def parse(self, text: str) -> str:
+        return text
+
+    def check(self, value: object) -> str:
+        if not isinstance(value, str) or not (value in self.names or self.other(value)):
+            raise ValueError(f"invalid choice: {_shown(value)} (one of the {len(self.names)} names {self.listed}, "
+                             f"or {self.other_text})")
+        return value
+
+    def describe(self) -> dict[str, object]:
+        return {"type": "string", "choices": list(self.names), "or": self.other_text}
 
 
 class ModelName(NamedTuple):

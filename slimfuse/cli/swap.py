@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if is_video(args.target):
         progress.finish(output=str(result.output), **summary)
     else:
-        found, swapped = summary["faces_found"], summary["faces_swapped"]
-        LOG.info(f"{args.target}: {found} face{'s' * (found != 1)} found, {swapped} swapped")
+        found, chosen = summary["faces_found"], summary["faces_swapped"]
+        done = "swapped" if config.needs_source else "processed"  # a chain without the face swapper changes, not swaps
+        LOG.info(f"{args.target}: {found} face{'s' * (found != 1)} found, {chosen} {done}")
     print(result.output)
     return 0

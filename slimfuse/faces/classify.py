@@ -49,7 +49,11 @@ class FaceClassifier:
     def classify(self, image: np.ndarray, face: Face) -> FaceClasses:
         if face.landmarks is None:
             raise ValueError("the face has no landmarks")
-        crop, _ = warp_face(image, five_points(face.landmarks), self.io.template or "", self.io.crop_size or 224)
+        return self.classify_at(image, five_points(face.landmarks))
+
+    def classify_at(self, image: np.ndarray, points: np.ndarray) -> FaceClasses:
+        """The classes of the face whose five points (template order) lie at `points` in `image`."""
+        crop, _ = warp_face(image, points, self.io.template or "", self.io.crop_size or 224)
         tensor = to_tensor([crop], self.io.mean, self.io.std)
         race, gender, age = self.pool.session(self.model).run(None, {self.io.inputs[0].name: tensor})[:3]
         return classes_of(*(int(np.asarray(value).reshape(-1)[0]) for value in (race, gender, age)))

@@ -69,11 +69,16 @@ class AdaptiveBatcher:
             ) -> np.ndarray:
         """The first output of `model`'s session for N items: `items` inputs have N on their first axis, `shared`
         inputs are the same for every item (given with a first axis of 1)."""
+        return self.run_outputs(model, items, shared)[0]
+
+    def run_outputs(self, model: str, items: Mapping[str, np.ndarray],
+                    shared: Mapping[str, np.ndarray] | None = None) -> list[np.ndarray]:
+        """Every output of `model`'s session for N items, in the session's order (see `run`)."""
         shared = dict(shared or {})
         count = len(next(iter(items.values())))
         session = self.pool.session(model)
         settings = run_options(session, self.pool.runtime)
-        outputs: list[np.ndarray] = []
+        outputs: list[list[np.ndarray]] = []
         start = 0
         while start < count:
             stop = min(start + (self.size(model) if batch_axis_free(session) else 1), count)
@@ -83,7 +88,7 @@ class AdaptiveBatcher:
             measure = self._first_wide_batch(model, stop - start)
             try:
                 before, peak_before = (process_memory().rss_bytes, peak_rss_bytes()) if measure else (0, 0)
-                output = session.run(None, feeds, settings)[0]
+                output = session.run(None, feeds, settings)
                 if measure:
                     self._refine(model, stop - start, before, peak_before)
             except Exception as error:  # noqa: BLE001 - ORT raises many types; only allocation failures back off
@@ -93,9 +98,9 @@ class AdaptiveBatcher:
                 session = self.pool.session(model)
                 settings = run_options(session, self.pool.runtime)
                 continue
-            outputs.append(output)
+            outputs.append(list(output))
             start = stop
-        return np.concatenate(outputs, axis=0)
+        return [np.concatenate(parts, axis=0) for parts in zip(*outputs, strict=True)]
 
     def _first_wide_batch(self, model: str, items: int) -> bool:
         """Whether this batch is the one to measure: the first of `model` with more than one item, under a budget."""

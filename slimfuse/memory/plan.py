@@ -29,17 +29,18 @@ Device = Literal["cpu", "gpu"]
 # Peak activation bytes per byte of float32 input, per batch item (rough, from the architectures: generators keep
 # wide feature maps at full resolution, detectors and landmarkers shrink theirs fast).
 ACTIVATION_FACTOR: Mapping[str, float] = {
-    "swapper": 256.0, "enhancer": 128.0, "frame_enhancer": 256.0, "recognizer": 64.0, "detector": 64.0,
-    "landmarker": 64.0, "occluder": 64.0, "parser": 64.0, "embedding_converter": 4.0, "lip_syncer": 256.0,
-    "voice_extractor": 32.0,
+    "swapper": 256.0, "deep_swapper": 256.0, "enhancer": 128.0, "frame_enhancer": 256.0, "recognizer": 64.0,
+    "detector": 64.0, "landmarker": 64.0, "occluder": 64.0, "parser": 64.0, "embedding_converter": 4.0,
+    "age_modifier": 256.0, "frame_colorizer": 256.0, "lip_syncer": 256.0, "voice_extractor": 32.0,
 }
 # A model without a described input (the embedded MediaPipe and dlib models): activations as a share of its file.
 UNDESCRIBED_ACTIVATION = 1.0
 # Kinds whose batches the plan sizes (through memory.batching); the frame enhancer runs one tile at a time, the
 # analysis models one face.
-BATCHED_KINDS = frozenset({"swapper", "enhancer"})
+BATCHED_KINDS = frozenset({"swapper", "deep_swapper", "enhancer"})
 # The large models: a strict memory level keeps one of them resident at a time.
-GENERATOR_KINDS = frozenset({"swapper", "enhancer", "frame_enhancer", "lip_syncer"})
+GENERATOR_KINDS = frozenset({"swapper", "deep_swapper", "enhancer", "frame_enhancer", "age_modifier",
+                             "frame_colorizer", "lip_syncer"})
 # Whole-frame buffers the work on frames needs beside the queues: an image is read, copied, pasted into and
 # written; a video's frames are also converted for the encoder and tiled for the detector while the next ones are
 # analysed (measured at 720p).

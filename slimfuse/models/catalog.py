@@ -4,7 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slimfuse.models.neural import NEURAL_MODELS
+from slimfuse.models.neural.deep_swappers import user_spec
 from slimfuse.models.spec import BOX_IOU, LANDMARK_ERROR, Conversion, ModelSpec, PackageArchive, gate
+from slimfuse.models.variants import split_name
 
 MEDIAPIPE_WHEEL = PackageArchive(
     requirement="mediapipe==0.10.21",
@@ -141,10 +143,27 @@ class Catalog:
         return [spec.name for spec in self.models]
 
     def get(self, name: str) -> ModelSpec:
+        """The entry of `name`: a listed model, or a user's own file of a kind whose names say so (a DFM file:
+        `custom/NAME` or its path)."""
         for spec in self.models:
             if spec.name == name:
                 return spec
-        raise KeyError(name)
+        spec = user_spec(name)
+        if spec is None:
+            raise KeyError(name)
+        return spec
+
+    def knows(self, name: str) -> bool:
+        """Whether `name` is a model (listed, or a user's own file), not a variant."""
+        try:
+            self.get(name)
+        except KeyError:
+            return False
+        return True
+
+    def split(self, name: str) -> tuple[str, str | None]:
+        """(model, variant) of NAME.VARIANT, (name, None) for a model; KeyError for neither."""
+        return (name, None) if self.knows(name) else split_name(name, self.names())
 
     def sharing_archive(self, archive: PackageArchive) -> list[ModelSpec]:
         return [spec for spec in self.models if spec.archive == archive]

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from types import MappingProxyType
 
 from slimfuse.errors import UsageError
+from slimfuse.models.neural.age_modifiers import AGE_MODIFIER_NAMES
 from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
+from slimfuse.models.neural.frame_colorizers import FRAME_COLORIZER_NAMES
 from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
 from slimfuse.models.neural.lip_syncers import LIP_SYNCER_NAMES
 from slimfuse.models.neural.voice_extractors import VOICE_EXTRACTOR_NAMES
@@ -72,6 +74,8 @@ MODEL_CHOICES: dict[str, ModelChoices] = {
     "frame_enhancer_model": ModelChoices([NO_MODEL, *FRAME_ENHANCER_NAMES]),
     "face_occluder_model": ModelChoices(OCCLUDER_NAMES),
     "face_parser_model": ModelChoices(PARSER_NAMES),
+    "age_modifier_model": ModelChoices(AGE_MODIFIER_NAMES),
+    "frame_colorizer_model": ModelChoices(FRAME_COLORIZER_NAMES),
     "lip_syncer_model": ModelChoices(LIP_SYNCER_NAMES),
     "voice_extractor_model": ModelChoices([NO_MODEL, *VOICE_EXTRACTOR_NAMES]),
 }

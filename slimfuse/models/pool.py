@@ -29,7 +29,6 @@ from slimfuse.models.prepared import FOLDER, PreparedModels
 from slimfuse.models.runtime import ModelLoadError, ProviderReport, SessionSettings, check_requested, create_session
 from slimfuse.models.store import Notify, Store
 from slimfuse.models.validate import bind_inputs, describe, input_mismatch, session_inputs
-from slimfuse.models.variants import split_name
 
 LOG = logging.getLogger(__name__)
 
@@ -177,7 +176,7 @@ class ModelPool:
             )
 
     def _load_session(self, name: str, path: Path) -> Session:
-        base, variant = split_name(name, self.store.catalog.names())
+        base, variant = self.store.catalog.split(name)
         spec = self.store.catalog.get(base)
         with self._cond:
             runtime = replace(self.runtime, providers=("cpu",)) if name in self._cpu_only else self.runtime

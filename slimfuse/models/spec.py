@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 
 class Conversion(StrEnum):
@@ -30,6 +31,8 @@ class TensorSpec:
     """Fixed sizes as ints; a named (str) axis, such as "batch", may take any size."""
     dtype: str = "float32"
     """numpy name of the element type the model takes or gives."""
+    optional: bool = False
+    """An input some files of the model have and others lack (a DFM file's morph_value:0)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,8 @@ class ModelSpec:
     published: Published | None = None
     """For a trust-on-first-use model: the sha256 and size public sources state for the file at `urls` (a download
     must match; a file the user places may differ, and is then trusted on first use with a notice)."""
+    placed: Path | None = None
+    """A file the user gives by path: used where it is (trust on first use), never fetched."""
     publisher_crc32: bool = False
     """The publisher puts NAME.hash beside each address in `urls`: the file's CRC32 as 8 lowercase hex digits
     (FaceFusion does). A download with no `published` sha256 is checked against it before it is trusted."""

@@ -31,7 +31,7 @@ from slimfuse.models.fetch import Fetcher
 from slimfuse.models.files import move_aside, sha256_file
 from slimfuse.models.records import RECORD_FILE, RecordFile
 from slimfuse.models.spec import ModelSpec
-from slimfuse.models.variants import (FLAGS, PASS, VARIANTS, VariantRecord, read_record, sidecar_path, split_name,
+from slimfuse.models.variants import (FLAGS, PASS, VARIANTS, VariantRecord, read_record, sidecar_path,
                                      variant_filename, variant_problem, verdict_words)
 
 __all__ = ["PINNED", "PUBLISHED", "RECORD_FILE", "TRUST_ON_FIRST_USE", "ModelStatus", "Notify", "Store",
@@ -91,6 +91,8 @@ class Store:
         """Where model `name` is (or would be) used from: a trust-on-first-use model placed in --models-dir is
         used in place; every other model lives in the model folder."""
         spec = self.catalog.get(name)
+        if spec.placed is not None:
+            return spec.placed
         if spec.sha256 is None and self.models_dir is not None and (self.models_dir / spec.filename).is_file():
             return self.models_dir / spec.filename
         return self.model_dir / spec.filename
@@ -98,7 +100,7 @@ class Store:
     def path(self, name: str) -> Path:
         """The verified file of model `name`, fetched first if it is missing or corrupt; for a variant
         (NAME.VARIANT), its stored file, verified (see `variant_path`)."""
-        if name not in self.catalog.names():
+        if not self.catalog.knows(name):
             return self.variant_path(name)
         spec = self.catalog.get(name)
         if spec.sha256 is None:
@@ -141,7 +143,7 @@ class Store:
 
     def variant_location(self, name: str) -> Path:
         """Where variant NAME.VARIANT is (or would be) stored: beside the original in the model folder."""
-        base, variant = split_name(name, self.catalog.names())
+        base, variant = self.catalog.split(name)
         if variant is None:
             raise KeyError(name)
         return self.model_dir / variant_filename(self.catalog.get(base).filename, variant)
@@ -149,7 +151,7 @@ class Store:
     def variant_path(self, name: str) -> Path:
         """The file of variant NAME.VARIANT, checked before its first load in this process: its sha256 against its
         sidecar, the original it was made from against the store's, and its gate verdict (it must have passed)."""
-        base, variant = split_name(name, self.catalog.names())
+        base, variant = self.catalog.split(name)
         target = self.variant_location(name)
         if target in self._verified and target.is_file():
             return target
@@ -198,7 +200,7 @@ class Store:
                error: type[SlimfuseError] = ModelInvalidError) -> NoReturn:
         """Move a bad model file aside (NAME.rejected-<n> beside it), forget its hash if it was the one recorded,
         and raise `error` with one line naming the model, the file and `problem` (what was expected and found)."""
-        base, _ = split_name(name, self.catalog.names())
+        base, _ = self.catalog.split(name)
         spec = self.catalog.get(base)
         digest = self._digests.pop(path, None)
         if digest is None and path.is_file():
@@ -217,6 +219,9 @@ class Store:
         target = self.location(spec.name)
         if target in self._verified and target.is_file():
             return target
+        if not target.is_file() and spec.placed is not None:
+            raise ModelUnavailableError(target, f"model {spec.name}: no such file (a file given by path is used "
+                                        "where it is)")
         if not target.is_file():
             self._fetcher.fetch_unpinned(spec, target)
         digest = sha256_file(target)

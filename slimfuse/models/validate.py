@@ -30,23 +30,26 @@ class FoundTensor:
 
 
 def describe(tensors: Iterable[TensorSpec | FoundTensor]) -> str:
-    """'target[1,3,128,128] source[1,512]' (element types other than float32 are named)."""
+    """'target[1,3,128,128] source[1,512]' (element types other than float32 are named, optional inputs marked)."""
     parts = []
     for tensor in tensors:
         dims = ",".join("?" if dim is None else str(dim) for dim in tensor.shape)
         kind = "" if tensor.dtype == "float32" else f" {tensor.dtype}"
-        parts.append(f"{tensor.name}[{dims}]{kind}")
+        optional = " (optional)" if isinstance(tensor, TensorSpec) and tensor.optional else ""
+        parts.append(f"{tensor.name}[{dims}]{kind}{optional}")
     return " ".join(parts) or "no inputs"
 
 
 def bind_inputs(expected: Sequence[TensorSpec], found: Sequence[FoundTensor]) -> dict[str, str] | None:
-    """The file's input name for each catalog input name, when `found` are the inputs `expected`: by name, or by
-    position for a single input of the expected shape and type; None when they are not."""
-    if len(found) != len(expected):
-        return None
+    """The file's input name for each catalog input name it has, when `found` are the inputs `expected` (an optional
+    one present or not): by name, or by position for a single input of the expected shape and type; None when they
+    are not."""
     by_name = {tensor.name: tensor for tensor in found}
-    if all(spec.name in by_name and _compatible(spec, by_name[spec.name]) for spec in expected):
-        return {spec.name: spec.name for spec in expected}
+    present = [spec for spec in expected if not spec.optional or spec.name in by_name]
+    if len(found) != len(present):
+        return None
+    if all(spec.name in by_name and _compatible(spec, by_name[spec.name]) for spec in present):
+        return {spec.name: spec.name for spec in present}
     if len(expected) == 1 and _compatible(expected[0], found[0]):
         return {expected[0].name: found[0].name}
     return None

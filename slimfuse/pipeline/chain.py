@@ -91,6 +91,12 @@ class ChainSpec:
         """The stages frames go through, in order (the face debugger not among them: it draws last)."""
         return tuple(stage for stage in self.config.stages if stage != DEBUGGER)
 
+    @property
+    def works_on_faces(self) -> bool:
+        """Whether a stage needs the frame's faces (a face stage, the face debugger): a chain of frame stages alone
+        finds no faces, so its run loads no face models."""
+        return DEBUGGER in self.config.stages or any(STAGES[stage].kind == "face" for stage in self.stages)
+
     def models(self, catalog: Catalog) -> tuple[str, ...]:
         """Every catalog model the chain's processors load, each once, in the order they are used."""
         return tuple(dict.fromkeys(name for stage in self.stages for name in STAGES[stage].models(self.config,
@@ -132,6 +138,12 @@ class Chain:
     def processors(self) -> tuple[FaceProcessor[Any], ...]:
         """The face stages' processors, in order."""
         return tuple(processor for stage, processor in self.stages if STAGES[stage].kind == "face")  # type: ignore[misc]
+
+    @property
+    def works_on_faces(self) -> bool:
+        """Whether a stage of the chain needs faces (a face stage, the face debugger): a chain of frame stages alone
+        works on any frame."""
+        return bool(self.processors) or self.debugger is not None
 
     @property
     def frame_processors(self) -> tuple[FrameProcessor, ...]:

@@ -55,6 +55,8 @@ class FrameLoop:
         """Track the frame's faces and pick the ones to swap. The targets are immutable snapshots, so the
         next frame can be analysed while this one renders."""
         self._frames += 1
+        if not self.chain.works_on_faces:
+            return []  # a chain of frame stages alone: no face is looked for
         tracks = self.tracker.update(rgb, time)
         self.reuse.forget({track.id for track in self.tracker.tracks})  # ended tracks free their cache
         chosen = self.selector.select(tracks, lambda track: self.tracker.descriptor(rgb, track),

@@ -22,15 +22,16 @@ class ImageResult:
 
 def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
                reference: np.ndarray | None = None) -> tuple[np.ndarray, FrameStats]:
-    """The RGB image with its selected faces swapped; NoTargetFaceError (naming `origin`) when none is, and
-    LipSyncAudioError when the run lip-syncs (a still has no time for the sound).
+    """The RGB image with its selected faces swapped; NoTargetFaceError (naming `origin`) when none is and a stage
+    needs faces (a chain of frame stages alone works on a picture without any); LipSyncAudioError when the
+    run lip-syncs (a still has no time for the sound).
     reference: an RGB photo of the person to swap (reference selection for this image)."""
     check_lip_sync_targets(run.chain.processors, origin, False, None)
     keep = reference is not None or run.config.faces.face_selector_mode == "reference"
     loop = run.loop(run.prepare(keep_identity=keep), reference)
     run.mark("sources")
     targets = loop.analyse(rgb, 0.0)
-    if not targets:
+    if not targets and run.chain.works_on_faces:
         raise NoTargetFaceError(origin)
     return loop.render(rgb.copy(), targets, overwrite=True), loop.stats()
 

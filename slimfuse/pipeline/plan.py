@@ -144,7 +144,8 @@ def _memory_plan(config: RunConfig, models: tuple[str, ...], variants: dict[str,
                  target: Path | None, video: bool, tile: int) -> MemoryPlan:
     needs: list[ModelNeed] = []
     for name in models:
-        size = tile if name == config.enhance.frame_enhancer_model else None
+        size = {config.enhance.frame_enhancer_model: tile,
+                config.frame_colorizer.frame_colorizer_model: config.frame_colorizer.side}.get(name)
         needs.append(model_need(store.catalog.get(name), _file_bytes(store, name, variants), size))
     device: Device = "gpu" if config.runtime.on_gpu else "cpu"
     budget = config.memory.budget_bytes

@@ -135,8 +135,17 @@ class Run:
     def reuse_options(self) -> ReuseOptions:
         threshold = self.config.video.reuse_threshold
         if threshold is None:
-            threshold = NEURAL_REUSE_THRESHOLD if self.config.swap.neural else 0.0
+            threshold = NEURAL_REUSE_THRESHOLD if self._neural_faces else 0.0
         return ReuseOptions(threshold=threshold, max_frames=self.config.video.reuse_max_frames)
+
+    @property
+    def _neural_faces(self) -> bool:
+        """Whether a neural model makes the faces: a neural swapper, or, without the face swapper, a face stage
+        that runs a generator (the deep swapper, the age modifier, ...). The mesh swapper is fast enough to run
+        every frame, and a face enhancer after it follows its faces."""
+        if "face_swapper" in self.config.stages:
+            return self.config.swap.neural
+        return any(processor.generator_models for processor in self.chain.processors)
 
     def close(self) -> None:
         """Release every model and arena the run holds."""
@@ -214,7 +223,9 @@ def provenance_label(config: RunConfig) -> ProvenanceLabel | None:
 
 def run_models(config: RunConfig, spec: ChainSpec, catalog: Catalog) -> tuple[str, ...]:
     """Every catalog model a run of `config` (with its chain `spec`) loads, each once, in first-use order: what the
-    analysis and the processor chain declare."""
+    analysis (when a stage needs faces) and the processor chain declare."""
+    if not spec.works_on_faces:
+        return spec.models(catalog)
     faces = config.faces
     classifier = (FAIRFACE,) if faces.classified else ()
     return tuple(dict.fromkeys([*FaceAnalyser.models_for(faces.face_detector_model),

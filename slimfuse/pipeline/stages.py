@@ -17,14 +17,17 @@ from slimfuse.models.catalog import Catalog
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.neural.frame_enhancers import SCALES
 from slimfuse.models.pool import ModelPool
+from slimfuse.processors.age_modify import AgeModifierProcessor
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
+from slimfuse.processors.deep_swap import DeepSwapProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
+from slimfuse.processors.frame_colorize import FrameColorizer
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.lip_sync import LipSyncProcessor, read_sound
-from slimfuse.processors.voice_extract import VoiceExtractor
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
+from slimfuse.processors.voice_extract import VoiceExtractor
 
 StageKind = Literal["face", "frame"]
 
@@ -105,6 +108,43 @@ def _build_frame_enhancer(context: StageContext) -> FrameProcessor:
     return FrameEnhancer(partial(context.pool.session, model), SCALES[model], tiling, model)
 
 
+def _deep_swapper_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (config.deep_swap.model, *FaceMasker.models_for(config.masks))
+
+
+def _build_deep_swapper(context: StageContext) -> FaceProcessor:
+    options = context.config.deep_swap
+    try:
+        return DeepSwapProcessor(context.pool, options, context.masker, context.batcher)
+    except ValueError as exc:
+        raise UsageError(detail=f"--deep-swapper-model {options.model}: {exc}") from exc
+
+
+def _age_modifier_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (*AgeModifierProcessor.models_for(config.age_modifier.age_modifier_model),
+            *FaceMasker.models_for(config.masks))
+
+
+def _build_age_modifier(context: StageContext) -> FaceProcessor:
+    options = context.config.age_modifier
+    try:
+        return AgeModifierProcessor(context.pool, options, context.masker.for_enhancer(), context.batcher)
+    except ValueError as exc:
+        raise UsageError(detail=f"--age-modifier-model {options.age_modifier_model}: {exc}") from exc
+
+
+def _frame_colorizer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (config.frame_colorizer.frame_colorizer_model,)
+
+
+def _build_frame_colorizer(context: StageContext) -> FrameProcessor:
+    options = context.config.frame_colorizer
+    try:
+        return FrameColorizer(context.pool, options)
+    except ValueError as exc:
+        raise UsageError(detail=f"--frame-colorizer-model {options.frame_colorizer_model}: {exc}") from exc
+
+
 def _lip_syncer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     extractor = config.lip_sync.voice_extractor
     occlusion = "occlusion" in config.masks.face_mask_types
@@ -131,6 +171,9 @@ STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "face_swapper": StageEntry("face", _swapper_models, _build_swapper),
     "face_enhancer": StageEntry("face", _enhancer_models, _build_enhancer),
     "frame_enhancer": StageEntry("frame", _frame_enhancer_models, _build_frame_enhancer),
+    "deep_swapper": StageEntry("face", _deep_swapper_models, _build_deep_swapper),
+    "age_modifier": StageEntry("face", _age_modifier_models, _build_age_modifier),
+    "frame_colorizer": StageEntry("frame", _frame_colorizer_models, _build_frame_colorizer),
     "lip_syncer": StageEntry("face", _lip_syncer_models, _build_lip_syncer),
 })
 """Every stage but the face debugger, which draws last what the others did (pipeline/chain.py); one for each of

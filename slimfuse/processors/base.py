@@ -147,7 +147,7 @@ def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
 
 
 def aligned_crop(frame: np.ndarray, face: Face, template: str, size: int) -> FaceCrop:
-    """The face aligned to `template` at size x size px by its five points (as FaceFusion's processors cut it)."""
+    """The face aligned by its five points to `template` at size x size (the neural processors' crop)."""
     if face.landmarks is None:
         raise ValueError("the face has no landmarks")
     matrix = align_matrix(five_points(face.landmarks), template, size)

@@ -193,3 +193,20 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     scale = np.minimum(1.0, limit / np.maximum(_colourfulness(c_r, c_b), 1e-6))
     out = _rgb(y, c_r * scale, c_b * scale)
     return np.clip(out, 0.0, 255.0, out=out)
+
+
+def match_colours(reference: np.ndarray, image: np.ndarray, steps: int = 3) -> np.ndarray:
+    """`image` (uint8) with the colours of `reference` (uint8, any size), coarse to fine, as FaceFusion's
+    match_frame_color: a guide starts as the reference; at `steps` sizes from 16 px up to (not reaching) the image's
+    side, the guide becomes the image plus the difference of the two area-averaged to that size (bicubic back up,
+    clipped, truncated to uint8). The result is the last guide: the image's detail finer than the last size, the
+    reference's colours at every coarser one."""
+    height, width = image.shape[:2]
+    guide = reference
+    for side in np.linspace(16, height, steps, endpoint=False):
+        size = (int(round(side / 2)) * 2,) * 2  # FaceFusion's even sizes
+        difference = (cv2.resize(guide, size, interpolation=cv2.INTER_AREA).astype(np.float32)
+                      - cv2.resize(image, size, interpolation=cv2.INTER_AREA).astype(np.float32))
+        spread = cv2.resize(difference, (width, height), interpolation=cv2.INTER_CUBIC)
+        guide = np.clip(image + spread, 0, 255).astype(np.uint8)
+    return guide

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from slimfuse.config import SwapOptions
-from slimfuse.faces.align import align_matrix, five_points, landmarks_in_crop, warp_face, warp_to_crop
+from slimfuse.faces.align import five_points, warp_face
 from slimfuse.faces.analyse import frontalness
 from slimfuse.faces.recognize import ArcFaceRecognizer, normalise
 from slimfuse.faces.types import Face
@@ -26,7 +26,7 @@ from slimfuse.models.initializers import last_initializer
 from slimfuse.models.neural.swappers import RECIPES, RECOGNIZER, TARGET_NORMALISED, SwapperRecipe
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.tensors import run_batched, to_images, to_tensor
-from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto
+from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, aligned_crop
 from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.pixel_boost import boost_factor, explode, implode
 
@@ -161,9 +161,7 @@ class OnnxSwapProcessor:
         return self.weight != NEUTRAL_WEIGHT and self.recipe.source != "image"
 
     def crop(self, frame: np.ndarray, face: Face) -> FaceCrop:
-        matrix = align_matrix(_points(face), self.template, self.size)
-        image = warp_to_crop(frame, matrix, self.size)
-        return FaceCrop(image=image, landmarks=landmarks_in_crop(face.landmarks, matrix), crop_from_frame=matrix)
+        return aligned_crop(frame, face, self.template, self.size)
 
     def process(self, crops: Sequence[FaceCrop], prepared: SwapSource) -> list[Processed]:
         if not crops:

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from slimfuse.config import MaskOptions
+from slimfuse.config import MaskOptions, MaskType
 from slimfuse.faces.landmarks_68 import landmarks_68
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.base import FaceCrop
@@ -60,6 +60,11 @@ class FaceMasker:
             mesh = [mesh_mask(crop.landmarks, self.oval, *crop.image.shape[:2]) for crop in crops]
         points_68 = [landmarks_68(crop.landmarks) for crop in crops] if "area" in types else None
         return crop_masks(images, self.options, occluder=occluder, parser=parser, mesh=mesh, points_68=points_68)
+
+    def only(self, *types: MaskType) -> FaceMasker | None:
+        """A masker of those of its selected types that are among `types` (None: it selects none of them)."""
+        kept = tuple(name for name in self.options.face_mask_types if name in types)
+        return FaceMasker(self.pool, replace(self.options, face_mask_types=kept), self.oval) if kept else None
 
     def for_enhancer(self) -> FaceMasker:
         """The face enhancer's masker, as FaceFusion has it: the box with the blur but no padding, and the

@@ -52,6 +52,7 @@ def plan_job(sources: Sequence[Path], target: Path, options: Mapping[str, object
     its variants are not made. Reads model files' sizes and
     variants' records only: nothing is loaded or made."""
     config = RunConfig.from_options(sources, **options, models_dir=models_dir)
+    config.check_sources()
     store = Store(home=default_home(), models_dir=models_dir, notify=lambda message: None)
     plan = plan_for(config, target, store)
     missing = [name for name in plan.models if not _held(store, name)]

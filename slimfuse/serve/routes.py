@@ -40,7 +40,8 @@ class Reference(BaseModel):
 
 
 class JobRequest(BaseModel):
-    sources: list[str] = Field(..., min_length=1, description="asset ids of the source photos")
+    sources: list[str] = Field(default_factory=list, description="asset ids of the source photos (needed when the "
+                               "options' processors put a face in: the face swapper, as by default)")
     target: str = Field(..., description="asset id of the target image or video")
     options: dict[str, Any] = Field(default_factory=dict, description="options named as `slimfuse swap`'s")
     reference: Reference | None = Field(None, description="the face to replace (reference selection)")

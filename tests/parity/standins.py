@@ -65,6 +65,12 @@ class Contract:
     """Weights stored in float16 behind Cast nodes (the _fp16 files); inputs and outputs stay float32."""
     scale: int = 1
     """upscaler: how many times larger the output is per side."""
+    suffix: str = ".onnx"
+    """The file's suffix (a DFM file's is .dfm; its name's SCOPE/ is a folder)."""
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}{self.suffix}"
 
 
 def _swapper(name: str, size: int, source: Tensor, activation: str = "sigmoid", emap: bool = False,
@@ -166,6 +172,49 @@ PARSERS: tuple[Contract, ...] = tuple(
     for name in ("bisenet_resnet_18", "bisenet_resnet_34"))
 
 
+# Deep swapper (facefusion/processors/modules/deep_swapper/core.py, DeepFaceLive's DFMModel): DeepFaceLab's DFM
+# export, channels last, a free batch axis; `morph_value:0` only in the files trained with a morph factor. Outputs in
+# the order both programs read them: the input face's mask, the person's face, the person's mask.
+def _dfm(name: str, size: int, morph: bool) -> Contract:
+    face = Tensor("in_face:0", ("batch", size, size, 3))
+    inputs = (face, Tensor("morph_value:0", (1,))) if morph else (face,)
+    outputs = (Tensor("out_face_mask:0", ("batch", size, size, 1)), Tensor("out_celeb_face:0", ("batch", size, size, 3)),
+               Tensor("out_celeb_face_mask:0", ("batch", size, size, 1)))
+    return Contract(name, "dfm", inputs, outputs, suffix=".dfm")
+
+
+DEEP_SWAPPERS: tuple[Contract, ...] = (
+    _dfm("iperov/elon_musk_224", 224, morph=True),
+    _dfm("jen/angelica_trae_288", 288, morph=False),
+)
+"""Two of FaceFusion's published files (one with a morph input, one without, two sizes)."""
+USER_DFM = _dfm("custom/own_face_320", 320, morph=True)
+"""A user's own file (placed by path or in --models-dir's custom folder)."""
+# The age modifiers (facefusion/processors/modules/age_modifier): fran takes the 1024 px face and `direction` [2];
+# styleganex_age the 256 px face, the 384 px surroundings and a scalar `direction` (FaceFusion feeds a 0-d array),
+# and gives the surroundings at 4 x 384 px in [-1, 1].
+AGE_MODIFIERS: tuple[Contract, ...] = (
+    Contract("fran", "age", (Tensor("target", (1, 3, 1024, 1024)), Tensor("direction", (2,))),
+             (Tensor("output", (1, 3, 1024, 1024)),)),
+    Contract("styleganex_age", "age", (Tensor("target", (1, 3, 256, 256)),
+                                       Tensor("target_with_background", (1, 3, 384, 384)), Tensor("direction", ())),
+             (Tensor("output", (1, 3, 1536, 1536)),), "tanh", scale=4),
+)
+
+
+def _colorizer(name: str, channels: int) -> Contract:
+    """FaceFusion's frame_colorizer feeds `input` at --frame-colorizer-size: the ddcolor family gives LAB a and b
+    (2 channels, "lab": a tanh scaled to +-COLOUR_SPREAD), the deoldify family takes 0..255 and gives RGB in 0..255
+    ("rgb255")."""
+    return Contract(name, "colorizer", (Tensor("input", (1, 3, "height", "width")),),
+                    (Tensor("output", (1, channels, "height", "width")),), "lab" if channels == 2 else "rgb255")
+
+
+FRAME_COLORIZERS: tuple[Contract, ...] = (
+    _colorizer("ddcolor", 2), _colorizer("ddcolor_artistic", 2), _colorizer("deoldify", 3),
+    _colorizer("deoldify_artistic", 3), _colorizer("deoldify_stable", 3))
+COLOUR_SPREAD = 60.0
+"""The ddcolor stand-ins' largest a and b (LAB units)."""
 # Lip syncers (facefusion/processors/modules/lip_syncer/core.py): FaceFusion feeds `source`, a [1, 1, 80, 16] mel
 # window, and `target`, the face (wav2lip: 6 channels at 96 px, the face with its lower half black then whole;
 # edtalk: 3 at 256 px, with `weight` [1] float32), and reads the first output in [0, 1].
@@ -187,9 +236,10 @@ SPECTRUM = ("batch", 4, 3072, 256)
 VOICE_EXTRACTORS: tuple[Contract, ...] = tuple(
     Contract(name, "voice_extractor", (Tensor("input", SPECTRUM),), (Tensor("output", SPECTRUM),))
     for name in ("kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"))
+
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *LIP_SYNCERS, *VOICE_EXTRACTORS)}
+    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIP_SYNCERS, *VOICE_EXTRACTORS)}
 
 
 VOICE_RATE = 48_000
@@ -270,11 +320,14 @@ class _Graph:
         as_float = self.node("Cast", [weight.name], to=TensorProto.FLOAT)
         return self.node("Mul", [as_float, self.weight((1, HIDDEN, 1, 1), 2.0)])
 
-    def upscaled_body(self, x: str, channels_in: int, scale: int) -> str:
+    def upscaled_body(self, x: str, channels_in: int, scale: int, conditioning: str | None = None) -> str:
         """The image body with scale x scale values per input pixel, moved into place (DepthToSpace)."""
         channels = 3 * scale * scale
         mixed = self.conv(x, channels_in, channels, 1, gain=1.5)
-        hidden = self.node("Tanh", [self.conv(x, channels_in, HIDDEN, 3, gain=2.0)])
+        hidden = self.conv(x, channels_in, HIDDEN, 3, gain=2.0)
+        if conditioning is not None:
+            hidden = self.node("Add", [hidden, conditioning])
+        hidden = self.node("Tanh", [hidden])
         detail = self.conv(hidden, HIDDEN, channels, 3, gain=1.0)
         return self.node("DepthToSpace", [self.node("Add", [mixed, detail])], blocksize=scale, mode="DCR")
 
@@ -330,6 +383,8 @@ def build(name: str) -> onnx.ModelProto:
     first = contract.inputs[0]
     if contract.kind in FACE_ANALYSIS:
         FACE_ANALYSIS[contract.kind](graph, contract)
+    elif contract.kind in EDITORS:
+        EDITORS[contract.kind](graph, contract)
     elif contract.kind == "converter":
         matrix = graph.weight((512, 512), 1.0 / np.sqrt(512))
         product = graph.node("MatMul", [first.name, matrix])
@@ -343,6 +398,8 @@ def build(name: str) -> onnx.ModelProto:
         shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(OCCLUDER_GAIN)]),
                                      graph.constant(OCCLUDER_SHIFT)])
         graph.node("Transpose", [graph.node("Sigmoid", [shifted])], contract.outputs[0].name, perm=[0, 2, 3, 1])
+    elif contract.kind == "dfm":
+        _build_dfm(graph, contract)
     elif contract.kind == "parser":
         logits = graph.blobs(graph.image_body(first.name, first.shape[1], None, contract.outputs[0].shape[1]))
         graph.node("Identity", [logits], contract.outputs[0].name)
@@ -379,10 +436,11 @@ def build(name: str) -> onnx.ModelProto:
 
 
 def write(name: str, folder: Path) -> Path:
-    """`folder/NAME.onnx`, built when missing (FaceFusion's and slimfuse's file name alike)."""
-    path = folder / f"{name}.onnx"
+    """`folder/NAME.onnx` (a DFM file: `folder/SCOPE/NAME.dfm`), built when missing (FaceFusion's and slimfuse's file
+    name alike)."""
+    path = folder / CONTRACTS[name].filename
     if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(build(name), str(path))
     return path
 
@@ -509,3 +567,64 @@ def _build_recognizer(graph: _Graph, contract: Contract) -> None:
 
 
 FACE_ANALYSIS = {"scrfd": _build_scrfd, "yunet": _build_yunet, "yolo": _build_yolo, "recognizer": _build_recognizer}
+
+
+DFM_MASK_GAIN, DFM_MASK_SHIFT = 2.0, 1.5
+"""The DFM masks' standardised logit, scaled and shifted: mostly the face (sigmoid(1.5) = 0.82), with patches
+where one mask or the other cuts it."""
+
+
+def _build_dfm(graph: _Graph, contract: Contract) -> None:
+    """The person's face: the image body of the channels-last input, conditioned by the morph value (a scalar along
+    a random direction, when the file takes one), through a sigmoid; each mask: smooth standardised patches of a
+    head of that body (so each depends on the face and the morph too), through a sigmoid."""
+    face = contract.inputs[0]
+    planar = graph.node("Transpose", [face.name], perm=[0, 3, 1, 2])
+    conditioning = None
+    if len(contract.inputs) > 1:
+        scalar = graph.node("Reshape", [contract.inputs[1].name, graph.constant_ints((1, 1, 1, 1))])
+        conditioning = graph.node("Mul", [scalar, graph.weight((1, HIDDEN, 1, 1), 2.0)])
+    body = graph.image_body(planar, 3, conditioning)
+    last = [0, 2, 3, 1]
+    face_mask, person, person_mask = (tensor.name for tensor in contract.outputs)
+    graph.node("Transpose", [graph.node("Sigmoid", [body])], person, perm=last)
+    for name in (face_mask, person_mask):
+        logits = graph.blobs(graph.conv(body, 3, 1, 3))
+        shifted = graph.node("Add", [graph.node("Mul", [logits, graph.constant(DFM_MASK_GAIN)]),
+                                     graph.constant(DFM_MASK_SHIFT)])
+        graph.node("Transpose", [graph.node("Sigmoid", [shifted])], name, perm=last)
+# Face and frame editors: the age modifiers' direction (and styleganex_age's 256 px face) condition the hidden layer
+# of the picture they give, so a wrong direction, face or surroundings changes every output pixel.
+
+def _direction_vector(graph: _Graph, direction: Tensor) -> str:
+    """`direction` ([2] or a scalar) as an [1, HIDDEN, 1, 1] bias along random directions."""
+    if direction.shape == ():
+        return graph.node("Mul", [direction.name, graph.weight((1, HIDDEN, 1, 1), 2.0)])
+    row = graph.node("Reshape", [direction.name, graph.constant_ints((1, -1))])
+    projected = graph.node("MatMul", [row, graph.weight((direction.shape[0], HIDDEN), 4.0)])
+    return graph.node("Reshape", [projected, graph.constant_ints((1, HIDDEN, 1, 1))])
+
+
+def _build_age(graph: _Graph, contract: Contract) -> None:
+    direction = _direction_vector(graph, contract.inputs[-1])
+    if contract.scale == 1:
+        body = graph.image_body(contract.inputs[0].name, 3, direction)
+        graph.node("Sigmoid", [body], contract.outputs[0].name)
+        return
+    conditioning = graph.node("Add", [direction, graph.identity_vector(contract.inputs[0])])
+    body = graph.upscaled_body(contract.inputs[1].name, 3, contract.scale, conditioning)
+    graph.node("Tanh", [body], contract.outputs[0].name)
+
+
+def _build_colorizer(graph: _Graph, contract: Contract) -> None:
+    x = contract.inputs[0].name
+    if contract.activation == "lab":
+        body = graph.image_body(x, 3, None, contract.outputs[0].shape[1])  # type: ignore[arg-type]
+        graph.node("Mul", [graph.node("Tanh", [body]), graph.constant(COLOUR_SPREAD)], contract.outputs[0].name)
+        return
+    unit = graph.node("Mul", [x, graph.constant(1 / 255)])
+    body = graph.image_body(unit, 3, None)
+    graph.node("Mul", [graph.node("Sigmoid", [body]), graph.constant(255.0)], contract.outputs[0].name)
+
+
+EDITORS = {"age": _build_age, "colorizer": _build_colorizer}

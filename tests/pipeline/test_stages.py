@@ -13,9 +13,11 @@ from slimfuse.config import SLIMFUSE_PROCESSORS, RunConfig
 from slimfuse.faces.types import Face
 from slimfuse.memory.levels import LEVELS
 from slimfuse.models.pool import ModelPool
+from slimfuse.models.store import Store
 from slimfuse.pipeline.chain import Chain, ChainSpec, FrameWork
 from slimfuse.pipeline.frames import FrameLoop
 from slimfuse.pipeline.residency import Residency
+from slimfuse.pipeline.run import run_models
 from slimfuse.pipeline.stages import STAGES
 from slimfuse.processors.base import FaceCrop, Processed, SourcePhoto, upright_crop
 
@@ -113,3 +115,14 @@ def test_a_stage_that_changes_over_time_gets_each_frames_time_and_no_reused_resu
     chunk = [FrameWork(scene.copy(), loop.analyse(scene, time), time) for time in (0.2, 0.24)]
     loop.render_many(chunk)
     assert [crop.time for crop in timed.given[-2:]] == [0.2, 0.24]
+
+
+def test_a_chain_of_frame_stages_alone_looks_for_no_face(pool: ModelPool, store: Store, astronaut_path: Path,
+                                                         grace_hopper: np.ndarray) -> None:
+    alone = RunConfig.from_options([], processors=["frame_colorizer"])
+    assert run_models(alone, ChainSpec.of(alone), store.catalog) == ("ddcolor",)  # no detector, mesh or recognizer
+    drawn = RunConfig.from_options([], processors=["frame_colorizer", "face_debugger"])
+    assert "face_landmark" in run_models(drawn, ChainSpec.of(drawn), store.catalog)
+    loop = _loop(pool, astronaut_path, [("frame_enhancer", Darken())])
+    assert loop.analyse(_scene(grace_hopper), 0.0) == [] and loop.stats().detections_run == 0
+    assert loop.process(_scene(grace_hopper), 0.0).max() <= 127  # the frame stage still ran

@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 from provenance_readers import xmp_of
 from served import Server, events, finish, png_bytes, samples, serving, small_clip, submit, upload
+from slimfuse.samples import sample_path
 
 from slimfuse.config import RunConfig
 from slimfuse.errors import UsageError
@@ -133,8 +134,19 @@ def test_bad_jobs_get_the_command_lines_errors(client: httpx.Client, assets: dic
     assert "at least" in _refused(client.post("/v1/jobs", json={**body, "options": {"memory_budget": 5}}), 422,
                                   "MemoryBudgetError", 41)
     _refused(client.post("/v1/jobs", json={**body, "target": "0" * 20}), 404, "NotFound", None)
-    _refused(client.post("/v1/jobs", json={"target": assets["grace_hopper"]}), 422, "UsageError", 2)
+    assert _refused(client.post("/v1/jobs", json={"target": assets["grace_hopper"]}), 422, "UsageError", 2) == \
+        "give a source photo: face_swapper puts its face in"
     _refused(client.get("/v1/jobs/nosuchjob"), 404, "NotFound", None)
+
+
+def test_a_job_without_the_face_swapper_needs_no_source(client: httpx.Client, assets: dict[str, str]) -> None:
+    job = submit(client, [], assets["grace_hopper"], processors=["face_debugger"])
+    ended = finish(client, job["id"])
+    assert ended["state"] == "succeeded", ended
+    drawn = np.asarray(Image.open(io.BytesIO(client.get(f"/v1/jobs/{job['id']}/output").content)).convert("RGB"))
+    target = np.asarray(Image.open(sample_path("grace_hopper")).convert("RGB"))
+    changed = np.abs(drawn.astype(int) - target).max(axis=2) > 40  # past the JPEG's re-encoding
+    assert 0.0005 < changed.mean() < 0.05  # the face's points and tag drawn on, nothing swapped
 
 
 def test_a_target_without_a_face_fails_with_its_exit_code(server: Server, client: httpx.Client,

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 
-AREAS = ("swappers", "enhancers", "frame_enhancer", "detectors", "recognizer", "masks", "lip_syncer")
+AREAS = ("swappers", "enhancers", "frame_enhancer", "detectors", "recognizer", "masks", "deep_swapper", "age_modifier",
+         "frame_colorizer", "lip_syncer")
 
 
 def main() -> None:
