@@ -48,19 +48,24 @@ def swap(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, st
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("how", ["facefusion", "source-audio", "voice-extractor"])
+@pytest.mark.parametrize("how", ["facefusion", "source-audio", "voice-extractor", "trimmed"])
 def test_the_mouth_follows_the_voice_in_sync(capsys: pytest.CaptureFixture[str], tmp_path: Path, placed: Path,
                                              clip: Path, voice: Path, how: str) -> None:
+    """In sync whichever way the sound comes, and when the video is trimmed (the sound is laid along the target's
+    timeline, so the same window of both is kept)."""
     output = tmp_path / "dubbed.mp4"
     sound = {"facefusion": ["-s", voice], "source-audio": ["--source-audio", voice],
-             "voice-extractor": ["-s", voice, "--voice-extractor-model", "kim_vocal_2"]}[how]
+             "voice-extractor": ["-s", voice, "--voice-extractor-model", "kim_vocal_2"],
+             "trimmed": ["-s", voice, "--trim-frame-start", "12", "--trim-frame-end", "50"]}[how]
     code, err = swap(capsys, "--processors", "lip_syncer", *sound, "-t", clip, "-o", output, "--models-dir", placed)
     assert code == 0, err
     times, scores = sync_scores(output, ASTRONAUT_FACE)
-    assert np.allclose(times, uneven_times(), atol=0.002)
+    kept = uneven_times()[12:50] if how == "trimmed" else uneven_times()
+    assert np.allclose(times, np.array(kept) - kept[0], atol=0.002)
     assert_in_sync(scores)
     sound_samples, start = output_sound(output)
-    assert abs(start + sound_samples.size / 48_000 - SECONDS) < 0.1  # the voice, cut where the video ends
+    end = uneven_times()[50] - kept[0] if how == "trimmed" else SECONDS
+    assert abs(start + sound_samples.size / 48_000 - end) < 0.1  # the voice, cut where the video ends
 
 
 def test_the_swapper_and_the_lip_syncer_in_one_run(capsys: pytest.CaptureFixture[str], tmp_path: Path,
