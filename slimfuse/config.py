@@ -31,6 +31,7 @@ from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, is_custom_n
 from slimfuse.models.neural.deep_swappers import DEFAULT_MODEL as DEEP_SWAPPER_DEFAULT
 from slimfuse.models.neural.deep_swappers import model_name as deep_swapper_model_name
 from slimfuse.models.neural.frame_colorizers import SIZES as FRAME_COLORIZER_SIZES
+from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.neural.masks import REGIONS
 from slimfuse.models.neural.swappers import PIXEL_BOOSTS
 from slimfuse.models.providers import PROVIDERS
@@ -56,7 +57,8 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
 SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "deep_swapper", "face_enhancer", "age_modifier",
-                                         "frame_enhancer", "frame_colorizer", "face_debugger", "lip_syncer")
+                                         "expression_restorer", "face_editor", "frame_enhancer", "frame_colorizer",
+                                         "face_debugger", "lip_syncer")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -335,6 +337,63 @@ class FrameColorizerOptions(Section):
         return int(self.frame_colorizer_size.split("x")[0])
 
 
+EXPRESSION_RESTORER_AREAS: tuple[str, ...] = ("upper-face", "lower-face")
+"""The parts of the face whose expression the expression restorer brings back (FaceFusion's words)."""
+
+
+@dataclass(frozen=True)
+class ExpressionRestorerOptions(Section):
+    """The expression restorer (`--processors ... expression_restorer`): the target's own expression, read from
+    the frame as it came in, brought back onto the face the stages before it made."""
+
+    title: ClassVar[str] = "the expression restorer"
+
+    expression_restorer_model: str = option(
+        "live_portrait", Word(tuple(RESTORER_MODELS), metavar="live_portrait"), "the model set that reads and redraws "
+        "the expression (the user's live_portrait files)")
+    expression_restorer_factor: int = option(
+        80, Whole(0, 100, metavar="0-100"), "how much of the target's expression comes back (100 goes 20 % past "
+        "it, as FaceFusion's 0-1.2)")
+    expression_restorer_areas: tuple[str, ...] = option(
+        EXPRESSION_RESTORER_AREAS, Items(Word(EXPRESSION_RESTORER_AREAS), metavar="AREA"), "the parts whose "
+        "expression comes back: upper-face (brows, eyes), lower-face (mouth, chin)")
+
+
+def _edit(help: str) -> float:
+    return option(0.0, Number(-1, 1, metavar="-1-1"), help + " (FaceFusion's steps: 0.05)", who=CONTROLLED)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class FaceEditorOptions(Section):
+    """The face editor (`--processors ... face_editor`): each value -1 to 1 moves one part of every face; 0 leaves
+    it. A live session changes them while it runs (the page's sliders)."""
+
+    title: ClassVar[str] = "the face editor"
+
+    face_editor_model: str = option(
+        "live_portrait", Word(tuple(EDITOR_MODELS), metavar="live_portrait"), "the model set that edits the face "
+        "(the user's live_portrait files)")
+    face_editor_eyebrow_direction: float = _edit("the brows' direction")
+    face_editor_eye_gaze_horizontal: float = _edit("the eyes' gaze, sideways")
+    face_editor_eye_gaze_vertical: float = _edit("the eyes' gaze, up or down")
+    face_editor_eye_open_ratio: float = _edit("the eyes closed (-1) or wide open (1)")
+    face_editor_lip_open_ratio: float = _edit("the lips closed (-1) or open (1)")
+    face_editor_mouth_grim: float = _edit("the mouth's grimace")
+    face_editor_mouth_pout: float = _edit("the mouth's pout")
+    face_editor_mouth_purse: float = _edit("the lips pursed")
+    face_editor_mouth_smile: float = _edit("a frown (-1) or a smile (1)")
+    face_editor_mouth_position_horizontal: float = _edit("the mouth moved sideways")
+    face_editor_mouth_position_vertical: float = _edit("the mouth moved up or down")
+    face_editor_head_pitch: float = _edit("the head's pitch (20 degrees either way at -1 and 1)")
+    face_editor_head_yaw: float = _edit("the head's yaw (60 degrees either way)")
+    face_editor_head_roll: float = _edit("the head's roll (15 degrees either way)")
+
+    def values(self) -> dict[str, float]:
+        """Every edit by its option's name, less the `face_editor_` prefix (`mouth_smile`: 0.5)."""
+        return {field.name.removeprefix("face_editor_"): getattr(self, field.name) for field in fields(self)
+                if field.name != "face_editor_model"}
+
+
 @dataclass(frozen=True)
 class LipSyncOptions(Section):
     """The lip syncer (--processors ... lip_syncer): the target video's mouth follows a sound."""
@@ -582,7 +641,7 @@ class ProgramOptions(Section):
 
 SECTIONS: Mapping[str, type[Section]] = {
     "faces": FaceOptions, "swap": SwapOptions, "enhance": EnhanceOptions, "deep_swap": DeepSwapOptions,
-    "masks": MaskOptions,
+    "expression_restorer": ExpressionRestorerOptions, "face_editor": FaceEditorOptions, "masks": MaskOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
     "output": OutputOptions, "program": ProgramOptions, "age_modifier": AgeModifierOptions,
     "frame_colorizer": FrameColorizerOptions, "lip_sync": LipSyncOptions,
@@ -612,6 +671,8 @@ class RunConfig:
     swap: SwapOptions = SwapOptions()
     enhance: EnhanceOptions = EnhanceOptions()
     deep_swap: DeepSwapOptions = DeepSwapOptions()
+    expression_restorer: ExpressionRestorerOptions = ExpressionRestorerOptions()
+    face_editor: FaceEditorOptions = FaceEditorOptions()
     masks: MaskOptions = MaskOptions()
     runtime: RuntimeOptions = RuntimeOptions()
     video: VideoOptions = VideoOptions()

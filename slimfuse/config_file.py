@@ -48,7 +48,13 @@ FACEFUSION_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType({
                         "face_swapper_pixel_boost face_swapper_weight frame_enhancer_model frame_enhancer_blend "
                         "face_debugger_items deep_swapper_model deep_swapper_morph age_modifier_model "
                         "age_modifier_direction frame_colorizer_model frame_colorizer_blend frame_colorizer_size "
-                        "lip_syncer_model lip_syncer_weight"),
+                        "expression_restorer_model expression_restorer_factor expression_restorer_areas "
+                        "face_editor_model face_editor_eyebrow_direction face_editor_eye_gaze_horizontal "
+                        "face_editor_eye_gaze_vertical face_editor_eye_open_ratio face_editor_lip_open_ratio "
+                        "face_editor_mouth_grim face_editor_mouth_pout face_editor_mouth_purse face_editor_mouth_smile "
+                        "face_editor_mouth_position_horizontal face_editor_mouth_position_vertical "
+                        "face_editor_head_pitch face_editor_head_yaw face_editor_head_roll lip_syncer_model "
+                        "lip_syncer_weight"),
     "execution": _keys("execution_device_ids execution_providers execution_thread_count"),
     "memory": _keys("video_memory_strategy"),
     "misc": _keys("log_level halt_on_error"),

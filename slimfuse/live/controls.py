@@ -3,7 +3,8 @@
 `Controls` is what the terminal's keys (live/keys.py) and the page's controls (serve/live_worker.py) set, each from
 its own thread; `LiveLoop` reads it before each frame and applies what changed: swap on/off, the selector mode,
 the source face (another person's processor state, prepared once on the run's pool and kept), the target's mouth
-kept or swapped, the face enhancer on/off, the face debugger's drawing on/off (the terminal's key only). Each change
+kept or swapped, the face enhancer on/off, the face debugger's drawing on/off (the terminal's key only), the face
+editor's values (the page's sliders). Each change
 is said in one line; one that the run cannot make is said in one warning line, and its control goes back to what the
 run does.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ from slimfuse.errors import NoSourceFaceError
 from slimfuse.config import SelectorMode
 from slimfuse.pipeline.frames import FrameLoop
 from slimfuse.pipeline.run import Run, SourceImage
+from slimfuse.processors.base import EditsFaces
 
 LOG = logging.getLogger(__name__)
 
@@ -38,6 +40,9 @@ class Controls:
     keep_mouth: bool | None = None
     enhancer: bool = True
     debugger: bool = True
+    face_editor: dict[str, float] = field(default_factory=dict)
+    """The face editor's values asked for (by the options' names less `face_editor_`); those not named stay as
+    the run has them."""
     stop: threading.Event = field(default_factory=threading.Event)
 
     def toggle_swap(self) -> None:
@@ -65,6 +70,8 @@ class Capabilities:
 
     keep_mouth: bool
     enhancer: bool
+    face_editor: Mapping[str, float] | None
+    """The face editor's values as the session starts, when it has one."""
 
 
 class LiveLoop:
@@ -87,6 +94,9 @@ class LiveLoop:
         self._keep_mouth = run.config.swap.keep_mouth
         self._enhancer = True
         self._debugger = True
+        self._edits = dict(run.config.face_editor.values())
+        for processor in self._editors:  # as configured, whatever a loop on this run before left
+            processor.edit_faces(self._edits)
         if run.chain.can_keep_mouth:  # as configured, whatever a loop on this run before left
             run.chain.keep_mouth(self._keep_mouth)
         if run.chain.has("face_enhancer"):
@@ -102,7 +112,12 @@ class LiveLoop:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(keep_mouth=self.run.chain.can_keep_mouth, enhancer=self.run.chain.has("face_enhancer"))
+        return Capabilities(keep_mouth=self.run.chain.can_keep_mouth, enhancer=self.run.chain.has("face_enhancer"),
+                            face_editor=dict(self._edits) if self._editors else None)
+
+    @property
+    def _editors(self) -> list[EditsFaces]:
+        return [processor for processor in self.run.chain.processors if isinstance(processor, EditsFaces)]
 
     @property
     def face(self) -> int:
@@ -138,6 +153,9 @@ class LiveLoop:
             self._switch_enhancer(controls.enhancer)
         if controls.debugger != self._debugger:
             self._switch_debugger(controls.debugger)
+        changed = {name: value for name, value in controls.face_editor.items() if self._edits.get(name) != value}
+        if changed:
+            self._edit_faces(changed)
 
     def _switch_face(self, index: int) -> None:
         self._asked = index
@@ -189,6 +207,23 @@ class LiveLoop:
         chain.switch("face_debugger", on)  # it draws over the faces, so what was generated stays usable
         self._debugger = on
         LOG.info(f"face debugger {'on' if on else 'off'}")
+
+    def _edit_faces(self, values: dict[str, float]) -> None:
+        editors = self._editors
+        if not editors:
+            LOG.warning("there is no face editor to change: start with --processors ... face_editor")
+            self.controls.face_editor = {}
+            return
+        try:
+            for processor in editors:
+                processor.edit_faces(values)
+        except ValueError as error:
+            LOG.warning(f"face editor: {error}")
+            self.controls.face_editor = dict(self._edits)
+            return
+        self._edits.update(values)
+        self.frames.forget_generated()
+        LOG.info("face editor: " + ", ".join(f"{name.replace('_', ' ')} {value:g}" for name, value in values.items()))
 
     def _label(self, index: int) -> str:
         if index == 0:

@@ -55,8 +55,11 @@ class _Entry:
 
 
 def probe(crop: FaceCrop) -> np.ndarray:
-    grey = cv2.cvtColor(crop.image, cv2.COLOR_RGB2GRAY)
-    return cv2.resize(grey, (PROBE_SIZE, PROBE_SIZE), interpolation=cv2.INTER_AREA).astype(np.float32)
+    """[n, PROBE_SIZE, PROBE_SIZE]: the crop in small grey, and the face as it came into the chain where the crop
+    carries it (a processor that reads it, such as the expression restorer, must see that change too)."""
+    images = (crop.image,) if crop.original is None else (crop.image, crop.original)
+    return np.stack([cv2.resize(cv2.cvtColor(image, cv2.COLOR_RGB2GRAY), (PROBE_SIZE, PROBE_SIZE),
+                                interpolation=cv2.INTER_AREA).astype(np.float32) for image in images])
 
 
 class ReuseCache:
@@ -81,7 +84,7 @@ class ReuseCache:
         with self._lock:
             entry = self._entries.get(key)
             if (current is not None and entry is not None and entry.reused < self.options.max_frames
-                    and float(np.abs(current - entry.probe).mean()) <= self.options.threshold):
+                    and float(np.abs(current - entry.probe).mean(axis=(1, 2)).max()) <= self.options.threshold):
                 entry.reused += 1
                 self.reused += 1
                 return Claim(entry.slot, fresh=False)

@@ -16,6 +16,7 @@ from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.catalog import Catalog
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.neural.frame_enhancers import SCALES
+from slimfuse.models.neural.live_portrait import EDITOR_MODELS, RESTORER_MODELS
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.age_modify import AgeModifierProcessor
 from slimfuse.processors.base import FaceProcessor, FrameProcessor
@@ -24,6 +25,8 @@ from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_colorize import FrameColorizer
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.lip_sync import LipSyncProcessor, read_sound
+from slimfuse.processors.live_portrait.editor import FaceEditor
+from slimfuse.processors.live_portrait.restorer import ExpressionRestorer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
@@ -145,6 +148,22 @@ def _build_frame_colorizer(context: StageContext) -> FrameProcessor:
         raise UsageError(detail=f"--frame-colorizer-model {options.frame_colorizer_model}: {exc}") from exc
 
 
+def _restorer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return (*RESTORER_MODELS[config.expression_restorer.expression_restorer_model], *FaceMasker.models_for(config.masks))
+
+
+def _build_restorer(context: StageContext) -> FaceProcessor:
+    return ExpressionRestorer(context.pool, context.config.expression_restorer, context.masker.for_enhancer())
+
+
+def _editor_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    return EDITOR_MODELS[config.face_editor.face_editor_model]
+
+
+def _build_editor(context: StageContext) -> FaceProcessor:
+    return FaceEditor(context.pool, context.config.face_editor, context.masker.box_only())
+
+
 def _lip_syncer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     extractor = config.lip_sync.voice_extractor
     occlusion = "occlusion" in config.masks.face_mask_types
@@ -174,6 +193,8 @@ STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "deep_swapper": StageEntry("face", _deep_swapper_models, _build_deep_swapper),
     "age_modifier": StageEntry("face", _age_modifier_models, _build_age_modifier),
     "frame_colorizer": StageEntry("frame", _frame_colorizer_models, _build_frame_colorizer),
+    "expression_restorer": StageEntry("face", _restorer_models, _build_restorer),
+    "face_editor": StageEntry("face", _editor_models, _build_editor),
     "lip_syncer": StageEntry("face", _lip_syncer_models, _build_lip_syncer),
 })
 """Every stage but the face debugger, which draws last what the others did (pipeline/chain.py); one for each of

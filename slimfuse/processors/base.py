@@ -8,7 +8,7 @@ come from the run's ModelPool.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -128,6 +128,14 @@ class SizedFaces(Protocol):
     def resize(self, max_face_size: int) -> None: ...
 
 
+@runtime_checkable
+class EditsFaces(Protocol):
+    """A processor whose edits of each face (the face editor's values, name -> -1..1) change while frames go
+    through (a live control)."""
+
+    def edit_faces(self, values: Mapping[str, float]) -> None: ...
+
+
 def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
     """An upright square crop around the face's mesh, scaled down so the face is at most `max_face_size` px."""
     if face.landmarks is None:
@@ -146,10 +154,14 @@ def upright_crop(frame: np.ndarray, face: Face, max_face_size: int) -> FaceCrop:
     return FaceCrop(image=image, landmarks=landmarks, crop_from_frame=matrix)
 
 
-def aligned_crop(frame: np.ndarray, face: Face, template: str, size: int) -> FaceCrop:
-    """The face aligned by its five points to `template` at size x size (the neural processors' crop)."""
+def aligned_crop(frame: np.ndarray, face: Face, template: str, size: int, spread: float = 1.0) -> FaceCrop:
+    """The face aligned by its five points to `template` at size x size (the neural processors' crop); with
+    `spread`, the points first spread that many times about the nose (more of the head in the crop)."""
     if face.landmarks is None:
         raise ValueError("the face has no landmarks")
-    matrix = align_matrix(five_points(face.landmarks), template, size)
+    five = five_points(face.landmarks)
+    if spread != 1.0:
+        five = (five - five[2]) * spread + five[2]
+    matrix = align_matrix(five, template, size)
     return FaceCrop(image=warp_to_crop(frame, matrix, size), landmarks=landmarks_in_crop(face.landmarks, matrix),
                     crop_from_frame=matrix)

@@ -73,3 +73,8 @@ class FaceMasker:
         kept = tuple(name for name in self.options.face_mask_types if name == "occlusion")
         return FaceMasker(self.pool, replace(self.options, face_mask_types=("box", *kept),
                                              face_mask_padding=(0, 0, 0, 0)), self.oval)
+
+    def box_only(self) -> FaceMasker:
+        """The box with the blur and no padding, alone (FaceFusion's face editor pastes with that only)."""
+        return FaceMasker(self.pool, replace(self.options, face_mask_types=("box",), face_mask_padding=(0, 0, 0, 0)),
+                          self.oval)

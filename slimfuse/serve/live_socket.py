@@ -7,9 +7,10 @@ The session is planned like a job (the source photo, the client's options, the s
 store while it runs, so its planned peak counts against --memory-budget beside the running jobs: one that cannot fit
 is refused with the reason. The swap runs in a process of its own (slimfuse.serve.live_worker); this process only
 relays, and checks the page's controls (text messages: `{"swap": false}`, `{"selector_mode": "many"}`,
-`{"keep_mouth": false}`, `{"enhancer": false}`, `{"source": ASSET}`) before they reach the worker: a source is one
-of this user's own uploaded images (POST /v1/assets, within --max-upload-mb), another user's is answered like a
-missing one. The worker's lines (`{"ready": ...}`, `{"notice": ...}`) go to the page as text.
+`{"keep_mouth": false}`, `{"enhancer": false}`, `{"face_editor": {"mouth_smile": 0.5}}`, `{"source": ASSET}`)
+before they reach the worker: a source is one of this user's own uploaded images (POST /v1/assets, within
+--max-upload-mb), another user's is answered like a missing one; the face editor's values are its names, each
+within -1..1. The worker's lines (`{"ready": ...}`, `{"notice": ...}`) go to the page as text.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from slimfuse.config import FaceEditorOptions
 from slimfuse.errors import SlimfuseError
 from slimfuse.serve.live_worker import CONTROL, HEADER, STAMP
 from slimfuse.serve.planning import job_options, plan_job
@@ -133,6 +135,10 @@ def _checked_control(text: str, store: JobStore, user: str) -> tuple[dict[str, A
     if data.get("selector_mode") in ("one", "many"):
         control["selector_mode"] = data["selector_mode"]
     refusal = None
+    if "face_editor" in data:
+        edits, refusal = _checked_edits(data["face_editor"])
+        if edits:
+            control["face_editor"] = edits
     if "source" in data:
         asset = store.asset(user, str(data["source"])) if isinstance(data["source"], str) else None
         if asset is None or asset["kind"] != "image":
@@ -140,6 +146,18 @@ def _checked_control(text: str, store: JobStore, user: str) -> tuple[dict[str, A
         else:
             control.update(source_path=str(store.asset_path(asset)), source_name=asset["name"] or asset["id"])
     return control, refusal
+
+
+def _checked_edits(data: object) -> tuple[dict[str, float], str | None]:
+    """The face editor's values of a control (known names, numbers within -1..1), and why one was refused."""
+    if not isinstance(data, dict):
+        return {}, "face_editor takes an object of values by name"
+    known = FaceEditorOptions().values()
+    edits = {name: float(value) for name, value in data.items() if name in known
+             and isinstance(value, int | float) and not isinstance(value, bool) and -1 <= value <= 1}
+    refused = sorted(set(data) - set(edits))
+    return edits, (f"face_editor: {', '.join(map(str, refused))}: not a value of the editor, or not within -1..1"
+                   if refused else None)
 
 
 async def _ready(socket: WebSocket, worker: asyncio.subprocess.Process) -> bool:

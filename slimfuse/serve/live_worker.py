@@ -5,8 +5,9 @@ relays a browser's WebSocket to it and never loads a model itself.
 A frame on either pipe is a 4-byte big-endian length, then an 8-byte stamp the client chose (carried through
 untouched, so the page can time camera-to-screen), then a JPEG. A message for the other side is CONTROL instead of
 the stamp, then JSON. In: the page's controls, as the API process checked them (`swap`, `selector_mode`,
-`keep_mouth`, `enhancer`: what live/controls.py applies; `source_path` and `source_name`: a photo of another
-person, an upload of the page's own user that the API process found); they get no answer of their own. Out: first
+`keep_mouth`, `enhancer`, `face_editor` (the editor's values by name): what live/controls.py applies;
+`source_path` and `source_name`: a photo of another person, an upload of the page's own user that the API process
+found); they get no answer of their own. Out: first
 `{"ready": true, ...}` with what the run can change, then each line the session says (a change made, one it
 cannot make), `{"notice": ..., "level": ...}`, before the answer to the next frame.
 """
@@ -80,6 +81,9 @@ def apply_control(data: dict[str, Any], loop: LiveLoop) -> None:
         controls.keep_mouth = data["keep_mouth"]
     if isinstance(data.get("enhancer"), bool):
         controls.enhancer = data["enhancer"]
+    if isinstance(data.get("face_editor"), dict):
+        controls.face_editor = {**controls.face_editor, **{str(name): float(value)
+                                                           for name, value in data["face_editor"].items()}}
     if isinstance(data.get("source_path"), str) and controls.faces >= MAX_FACES:
         logging.getLogger(__name__).warning(f"a session takes at most {MAX_FACES} source faces; "
                                             "start a new one for more")
@@ -107,6 +111,7 @@ def main(argv: list[str]) -> int:
         can = loop.capabilities
         write_message(stdout, control_message({"ready": True, "keep_mouth": loop.controls.keep_mouth if
                                                can.keep_mouth else None, "enhancer": can.enhancer,
+                                               "face_editor": can.face_editor,
                                                "selector_mode": loop.controls.selector_mode}))
         frames = 0
         while (message := read_message(stdin)) is not None:

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import neural_models as nm
-from live.streams import code_of, moving_face
+from live.streams import Frames, code_of, moving_face
 from parity import standins
 from scenes import GRACE_HOPPER_FACE
 from slimfuse.bench.clips import make_clip
@@ -99,21 +99,6 @@ def test_a_video_is_aged_and_coloured_frame_by_frame(tmp_path: Path, models_dir:
     assert len(pairs) == 8
     for original, result in pairs:
         assert _chroma(result) > 3 and _chroma(original) < 1
-
-
-class Frames:
-    """A live output that keeps what it is given."""
-
-    spec = "frames"
-
-    def __init__(self) -> None:
-        self.frames: list[np.ndarray] = []
-
-    def write(self, rgb: np.ndarray, seconds: float) -> None:
-        self.frames.append(rgb)
-
-    def close(self) -> None:
-        pass
 
 
 def test_a_live_session_ages_and_colours(tmp_path: Path, models_dir: Path, grace_hopper: np.ndarray) -> None:

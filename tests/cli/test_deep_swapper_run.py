@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import neural_models as nm
-from live.streams import code_of, moving_face
+from live.streams import Frames, code_of, moving_face
 from parity import standins
 from scenes import GRACE_HOPPER_FACE
 from slimfuse.bench.clips import make_clip
@@ -64,21 +64,6 @@ def test_a_file_by_path_runs_with_other_stages(tmp_path: Path, models_dir: Path,
     code, _, err = _swap(capsys, "-t", str(grace_hopper_path), "-o", str(tmp_path / "no.png"), "--processors",
                          "deep_swapper", "--deep-swapper-file", str(missing))
     assert code == 14 and str(missing) in err and len(err.strip().splitlines()) == 1
-
-
-class Frames:
-    """A live output that keeps what it is given."""
-
-    spec = "frames"
-
-    def __init__(self) -> None:
-        self.frames: list[np.ndarray] = []
-
-    def write(self, rgb: np.ndarray, seconds: float) -> None:
-        self.frames.append(rgb)
-
-    def close(self) -> None:
-        pass
 
 
 def test_a_live_session_runs_the_deep_swapper(tmp_path: Path, models_dir: Path, grace_hopper: np.ndarray) -> None:

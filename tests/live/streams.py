@@ -119,3 +119,18 @@ def write_y4m(path: Path, frames: Iterable[np.ndarray], fps: int = 30) -> Path:
                 out.write(f"YUV4MPEG2 W{width} H{height} F{fps}:1 Ip A1:1 C420jpeg\n".encode())
             out.write(b"FRAME\n" + cv2.cvtColor(rgb, cv2.COLOR_RGB2YUV_I420).tobytes())
     return path
+
+
+class Frames:
+    """A live output that keeps what it is given."""
+
+    spec = "frames"
+
+    def __init__(self) -> None:
+        self.frames: list[np.ndarray] = []
+
+    def write(self, rgb: np.ndarray, seconds: float) -> None:
+        self.frames.append(rgb)
+
+    def close(self) -> None:
+        pass

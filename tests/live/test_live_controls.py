@@ -5,7 +5,6 @@ and off (a generated ONNX enhancer that shows), and the one line for what a run 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -16,6 +15,7 @@ from PIL import Image
 
 import neural_models as nm
 from streams import moving_face
+from live.said import Said
 from slimfuse.config import RunConfig
 from slimfuse.faces.analyse import FaceAnalyser
 from people import who
@@ -27,28 +27,6 @@ from slimfuse.models.pool import ModelPool
 from slimfuse.pipeline.run import Run, SourceImage, build_run
 from slimfuse.processors.debug import BOX
 
-
-
-class Said(logging.Handler):
-    """What the live loop said: (level, line)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[tuple[int, str]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append((record.levelno, record.getMessage()))
-
-
-@pytest.fixture
-def said() -> Iterator[Said]:
-    logger, handler = logging.getLogger("slimfuse.live.controls"), Said()
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler
-    logger.removeHandler(handler)
-    logger.setLevel(level)
 
 
 def _identity(pool: ModelPool, image: np.ndarray) -> np.ndarray:

@@ -48,9 +48,9 @@ def _source(base: str, path: Path) -> str:
 
 @contextmanager
 def _live_page(folder: Path, source_path: Path, camera: list[np.ndarray], budget_mb: float,
-               *options: str) -> Iterator[object]:
+               *options: str, query: str = "") -> Iterator[object]:
     """The live page of a fresh server (one worker, this budget, these options), opened with the source uploaded
-    and started, the fake camera playing `camera`."""
+    and started (`query`: more of the page's address, such as `&options=...`), the fake camera playing `camera`."""
     y4m = write_y4m(folder / "camera.y4m", camera)
     with running_server(folder / "data", "--memory-budget", f"{budget_mb:g}", *options, workers=1) as (_, base), \
             playwright.sync_playwright() as driver:
@@ -59,7 +59,7 @@ def _live_page(folder: Path, source_path: Path, camera: list[np.ndarray], budget
                                          args=[*ARGS, f"--use-file-for-fake-video-capture={y4m}"])
         page = browser.new_page(viewport={"width": 1280, "height": 820})
         page.set_default_timeout(WAIT_MS)
-        page.goto(f"{base}/live?source={source}&autostart=1")
+        page.goto(f"{base}/live?source={source}&autostart=1{query}")
         try:
             yield page
         finally:

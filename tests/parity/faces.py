@@ -31,3 +31,18 @@ def mesh_face(person: str, points_68: bool = False) -> Face:
     keypoints[3] = five[3:].mean(axis=0)
     return Face(box=np.asarray(recorded["box"], dtype=np.float32), score=1.0, keypoints=keypoints,
                 landmarks=landmarks.astype(np.float32))
+
+
+def mesh_face_68(person: str) -> Face:
+    """`person`'s face as `mesh_face`, with geometry.json's 68 points at their FaceMesh vertices too
+    (slimfuse.faces.landmarks_68), each eye ring's other vertices placed so the ring's mean stays the eye's point."""
+    recorded = geometry()[person]
+    face = mesh_face(person)
+    landmarks = np.array(face.landmarks, dtype=np.float64)
+    landmarks[list(MESH_TO_68), :2] = np.asarray(recorded["landmark_68"], dtype=np.float64)
+    for ring, eye in ((RIGHT_EYE_RING, recorded["five"][0]), (LEFT_EYE_RING, recorded["five"][1])):
+        shared = [index for index in ring if index in MESH_TO_68]
+        others = [index for index in ring if index not in MESH_TO_68]
+        rest = len(ring) * np.asarray(eye, dtype=np.float64) - landmarks[shared, :2].sum(axis=0)
+        landmarks[others, :2] = rest / len(others)
+    return Face(box=face.box, score=face.score, keypoints=face.keypoints, landmarks=landmarks.astype(np.float32))

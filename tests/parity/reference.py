@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
 from neural_models import isolated_store
@@ -156,3 +157,26 @@ class Figures:
         lines += ["", "## Every comparison", "", "| area | model | stage | against FaceFusion |", "| --- | --- | --- | --- |"]
         lines += [f"| {row.area} | {row.model} | {row.stage} | {row.figure} |" for row in self.rows]
         return "\n".join(lines) + "\n"
+
+
+def paste_box(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """The part of `frame` inside FaceFusion's paste box (x1, y1, x2, y2)."""
+    x1, y1, x2, y2 = (int(value) for value in box)
+    return frame[y1:y2, x1:x2]
+
+
+def compare_where_masks_whole(figures: Figures, area: str, model: str, stage: str, before: np.ndarray,
+                              frame: np.ndarray, reference: dict[str, np.ndarray], expected: np.ndarray) -> None:
+    """A face stage's chained result (`frame`, pasted into `before`) against FaceFusion's `expected` paste box, where
+    FaceFusion's box mask is whole (slimfuse's mask is too; nearer the crop's edge they differ by design); outside
+    the paste box the frame is unchanged."""
+    x1, y1, x2, y2 = (int(value) for value in reference["paste_box"])
+    box_from_crop = np.vstack([reference["matrix"], [0, 0, 1]]) @ np.array([[1, 0, x1], [0, 1, y1], [0, 0, 1]])
+    whole = (reference["box_mask"] == 255).astype(np.float32)
+    inside = cv2.warpAffine(whole, box_from_crop[:2], (x2 - x1, y2 - y1),
+                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP) == 1
+    assert inside.mean() > 0.2
+    figures.image(area, model, stage, paste_box(frame, reference["paste_box"])[inside], expected[inside])
+    outside = np.ones(before.shape[:2], dtype=bool)
+    outside[y1:y2, x1:x2] = False
+    assert np.array_equal(frame[outside], before[outside])

@@ -215,6 +215,28 @@ FRAME_COLORIZERS: tuple[Contract, ...] = (
     _colorizer("deoldify_artistic", 3), _colorizer("deoldify_stable", 3))
 COLOUR_SPREAD = 60.0
 """The ddcolor stand-ins' largest a and b (LAB units)."""
+
+
+# LivePortrait (facefusion/processors/modules/expression_restorer/core.py, face_editor/core.py): the extractors take
+# the 512 px crop halved, RGB / 255; FaceFusion reads the motion extractor's seven outputs by position (pitch, yaw and
+# roll one number each: it hands them to scipy's from_euler), the generator's first output [1, 3, 512, 512] in 0..1.
+LP_IMAGE = Tensor("input", (1, 3, 256, 256))
+LP_POINTS = (1, 21, 3)
+LIVE_PORTRAIT: tuple[Contract, ...] = (
+    Contract("live_portrait_feature_extractor", "lp_features", (LP_IMAGE,),
+             (Tensor("feature_volume", (1, 32, 16, 64, 64)),)),
+    Contract("live_portrait_motion_extractor", "lp_motion", (LP_IMAGE,), (
+        Tensor("pitch", ()), Tensor("yaw", ()), Tensor("roll", ()), Tensor("scale", (1, 1)),
+        Tensor("translation", (1, 3)), Tensor("expression", LP_POINTS), Tensor("motion_points", LP_POINTS))),
+    Contract("live_portrait_generator", "lp_generator", (
+        Tensor("feature_volume", (1, 32, 16, 64, 64)), Tensor("source", LP_POINTS), Tensor("target", LP_POINTS)),
+        (Tensor("output", (1, 3, 512, 512)),)),
+    Contract("live_portrait_stitcher", "lp_stitcher", (Tensor("source", LP_POINTS), Tensor("target", LP_POINTS)),
+             (Tensor("output", LP_POINTS),)),
+    Contract("live_portrait_eye_retargeter", "lp_retargeter", (Tensor("input", (1, 66)),), (Tensor("output", (1, 63)),)),
+    Contract("live_portrait_lip_retargeter", "lp_retargeter", (Tensor("input", (1, 65)),), (Tensor("output", (1, 63)),)),
+)
+
 # Lip syncers (facefusion/processors/modules/lip_syncer/core.py): FaceFusion feeds `source`, a [1, 1, 80, 16] mel
 # window, and `target`, the face (wav2lip: 6 channels at 96 px, the face with its lower half black then whole;
 # edtalk: 3 at 256 px, with `weight` [1] float32), and reads the first output in [0, 1].
@@ -236,10 +258,9 @@ SPECTRUM = ("batch", 4, 3072, 256)
 VOICE_EXTRACTORS: tuple[Contract, ...] = tuple(
     Contract(name, "voice_extractor", (Tensor("input", SPECTRUM),), (Tensor("output", SPECTRUM),))
     for name in ("kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"))
-
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIP_SYNCERS, *VOICE_EXTRACTORS)}
+    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIVE_PORTRAIT, *LIP_SYNCERS, *VOICE_EXTRACTORS)}
 
 
 VOICE_RATE = 48_000
@@ -385,6 +406,8 @@ def build(name: str) -> onnx.ModelProto:
         FACE_ANALYSIS[contract.kind](graph, contract)
     elif contract.kind in EDITORS:
         EDITORS[contract.kind](graph, contract)
+    elif contract.kind in LIVE_PORTRAIT_BUILDERS:
+        LIVE_PORTRAIT_BUILDERS[contract.kind](graph, contract)
     elif contract.kind == "converter":
         matrix = graph.weight((512, 512), 1.0 / np.sqrt(512))
         product = graph.node("MatMul", [first.name, matrix])
@@ -628,3 +651,104 @@ def _build_colorizer(graph: _Graph, contract: Contract) -> None:
 
 
 EDITORS = {"age": _build_age, "colorizer": _build_colorizer}
+
+
+
+
+# LivePortrait graphs: each output depends on every input (the images through strided convolutions, the keypoints
+# through random projections), in the ranges the real models give (head angles of tens of degrees, expressions of a
+# few hundredths, so that FaceFusion's expression limits clip some of them).
+
+def _flat_image(graph: _Graph, x: str, steps: int) -> tuple[str, int]:
+    """The image through `steps` 3x3 convolutions of stride 2, flattened: (name, width)."""
+    channels, side = 3, 256
+    for _ in range(steps):
+        x = graph.node("Tanh", [graph.conv(x, channels, HIDDEN, 3, gain=2.0, stride=2)])
+        channels, side = HIDDEN, side // 2
+    return graph.node("Flatten", [x], axis=1), HIDDEN * side * side
+
+
+def _projected(graph: _Graph, x: str, width: int, out: int, gain: float, spread: float = 1.5) -> str:
+    """tanh of a random projection (weights of std spread / sqrt(width)) of the [1, width] row `x` to [1, out],
+    times `gain`."""
+    product = graph.node("Add", [graph.node("MatMul", [x, graph.weight((width, out), spread / np.sqrt(width))]),
+                                 graph.weight((out,), 0.3)])
+    return graph.node("Mul", [graph.node("Tanh", [product]), graph.constant(gain)])
+
+
+def _build_lp_features(graph: _Graph, contract: Contract) -> None:
+    x = contract.inputs[0].name
+    for channels in (3, HIDDEN):
+        x = graph.node("Tanh", [graph.conv(x, channels, HIDDEN, 3, gain=2.0, stride=2)])
+    volume = graph.conv(x, HIDDEN, 32 * 16, 1, gain=1.5)
+    graph.node("Reshape", [volume, graph.constant_ints((1, 32, 16, 64, 64))], contract.outputs[0].name)
+
+
+LP_EXPRESSION_SPREAD = (0.015, 0.015, 0.0001) * 21
+"""An expression's x, y and z values either side of 0: well inside LivePortrait's limits (FaceFusion's clip), so the
+editor's moves show rather than being clipped away."""
+LP_MOTION_PARTS = ((1, 25.0, 0.0), (1, 20.0, 0.0), (1, 15.0, 0.0), (1, 0.2, 1.0), (3, 0.05, 0.0),
+                   (63, LP_EXPRESSION_SPREAD, 0.0), (63, 0.4, 0.0))
+"""The motion extractor's outputs in order: (values, range either side, centre)."""
+
+
+def _build_lp_motion(graph: _Graph, contract: Contract) -> None:
+    flat, width = _flat_image(graph, contract.inputs[0].name, 5)
+    for (count, spread, centre), tensor in zip(LP_MOTION_PARTS, contract.outputs, strict=True):
+        values = graph.node("Mul", [_projected(graph, flat, width, count, 1.0), _constant(graph, [spread])])
+        part = graph.node("Add", [values, graph.constant(centre)])
+        graph.node("Reshape", [part, graph.constant_ints(tensor.shape)], tensor.name)
+
+
+LP_FINE_GAIN = 400.0
+"""The keypoints' difference also enters a sine at this gain: the finest expression edits move keypoints by
+thousandths, and a sine, unlike a tanh, still shows them beside the head's turns (tenths)."""
+
+
+def _points_row(graph: _Graph, names: Sequence[str]) -> tuple[str, str]:
+    """The two [1, 21, 3] inputs flattened side by side with their difference scaled by 20, and the difference."""
+    rows = [graph.node("Reshape", [name, graph.constant_ints((1, 63))]) for name in names]
+    difference = graph.node("Sub", rows)
+    scaled = graph.node("Mul", [difference, graph.constant(20.0)])
+    return graph.node("Concat", [*rows, scaled], axis=1), difference
+
+
+def _build_lp_generator(graph: _Graph, contract: Contract) -> None:
+    volume, source, target = (tensor.name for tensor in contract.inputs)
+    planar = graph.node("Reshape", [volume, graph.constant_ints((1, 512, 64, 64))])
+    hidden = graph.conv(planar, 512, HIDDEN, 1, gain=2.0)
+    row, difference = _points_row(graph, (source, target))
+    coarse = _projected(graph, row, 3 * 63, HIDDEN, 2.0)
+    fine = graph.node("Sin", [graph.node("MatMul", [graph.node("Mul", [difference, graph.constant(LP_FINE_GAIN)]),
+                                                    graph.weight((63, HIDDEN), 1.0 / np.sqrt(63))])])
+    motion = graph.node("Add", [coarse, fine])
+    hidden = graph.node("Tanh", [graph.node("Add", [hidden, graph.node("Reshape", [
+        motion, graph.constant_ints((1, HIDDEN, 1, 1))])])])
+    detail = graph.conv(hidden, HIDDEN, 3 * 64, 3, gain=1.5)
+    upscaled = graph.node("DepthToSpace", [detail], blocksize=8, mode="DCR")
+    graph.node("Sigmoid", [upscaled], contract.outputs[0].name)
+
+
+def _build_lp_stitcher(graph: _Graph, contract: Contract) -> None:
+    source, target = (tensor.name for tensor in contract.inputs)
+    change = _projected(graph, _points_row(graph, (source, target))[0], 3 * 63, 63, 0.01)
+    moved = graph.node("Add", [graph.node("Reshape", [source, graph.constant_ints((1, 63))]), change])
+    graph.node("Reshape", [moved, graph.constant_ints((1, 21, 3))], contract.outputs[0].name)
+
+
+def _build_lp_retargeter(graph: _Graph, contract: Contract) -> None:
+    row = contract.inputs[0]
+    change = _projected(graph, row.name, int(row.shape[1]), 63, 0.05, spread=6.0)
+    graph.node("Identity", [change], contract.outputs[0].name)
+
+
+LIVE_PORTRAIT_BUILDERS = {"lp_features": _build_lp_features, "lp_motion": _build_lp_motion,
+                          "lp_generator": _build_lp_generator, "lp_stitcher": _build_lp_stitcher,
+                          "lp_retargeter": _build_lp_retargeter}
+
+
+def worked_on(frame: np.ndarray) -> np.ndarray:
+    """The frame the expression restorer is given as what the stages before it made of `frame` (uint8, RGB or BGR
+    alike): the picture moved 2 px down and 3 px right, darkened and lifted, so its face reads another expression."""
+    moved = np.roll(frame, (2, 3), axis=(0, 1)).astype(np.float64)
+    return np.clip(np.rint(moved * 0.85 + 20.0), 0, 255).astype(np.uint8)

@@ -19,7 +19,7 @@ import pytest
 
 from parity import standins
 from parity.faces import mesh_face
-from parity.reference import MAX_PIXELS, Figures, mask_float, recorded, standin_pool
+from parity.reference import MAX_PIXELS, Figures, compare_where_masks_whole, paste_box, mask_float, recorded, standin_pool
 from processor_parts import box_masker, make_enhancer
 from slimfuse.faces.align import transform_points
 from slimfuse.models.pool import ModelPool
@@ -60,10 +60,6 @@ def model_input(processor: EnhanceProcessor, astronaut: np.ndarray) -> FaceCrop:
         return own
     return FaceCrop(facefusion_crop(processor), own.landmarks, recorded("enhancers", processor.model)["matrix"])
 
-
-def paste_box(frame: np.ndarray, box: np.ndarray) -> np.ndarray:
-    x1, y1, x2, y2 = (int(value) for value in box)
-    return frame[y1:y2, x1:x2]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -134,14 +130,5 @@ def test_end_to_end(parity_pool: ModelPool, astronaut: np.ndarray, model: str, f
     crop = processor.crop(astronaut, mesh_face("target"))
     result = processor.process([crop], None)[0]
     frame = paste_back(astronaut, result.image, result.alpha, crop.crop_from_frame)
-    x1, y1, x2, y2 = (int(value) for value in reference["paste_box"])
-    box_from_crop = np.vstack([reference["matrix"], [0, 0, 1]]) @ np.array([[1, 0, x1], [0, 1, y1], [0, 0, 1]])
-    whole = (reference["box_mask"] == 255).astype(np.float32)
-    inside = cv2.warpAffine(whole, box_from_crop[:2], (x2 - x1, y2 - y1),
-                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP) == 1
-    assert inside.mean() > 0.2
-    figures.image(AREA, model, "whole enhancement where both masks are 1 (slimfuse's stages chained)",
-                  paste_box(frame, reference["paste_box"])[inside], reference["blended"][inside])
-    outside = np.ones(astronaut.shape[:2], dtype=bool)
-    outside[y1:y2, x1:x2] = False
-    assert np.array_equal(frame[outside], astronaut[outside])
+    stage = "whole enhancement where both masks are 1 (slimfuse's stages chained)"
+    compare_where_masks_whole(figures, AREA, model, stage, astronaut, frame, reference, reference["blended"])

@@ -64,6 +64,27 @@ function ready(message) {
   $("enhancer").disabled = !message.enhancer;
   $("enhancer").title = message.enhancer ? "" : "the server runs no face enhancer";
   if (!$("swap").checked) control({ swap: false });
+  editorSliders(message.face_editor || null);
+}
+
+// The face editor's values as sliders (when the session runs the editor): each sends its value when let go.
+function editorSliders(values) {
+  const box = $("face-editor");
+  box.querySelectorAll(".edit").forEach((node) => node.remove());
+  box.hidden = values === null;
+  box.disabled = values === null;
+  if (values === null) return;
+  for (const [name, value] of Object.entries(values)) {
+    const label = document.createElement("label");
+    label.htmlFor = `edit-${name}`;
+    label.className = "edit";
+    label.textContent = name.replaceAll("_", " ");
+    const slider = document.createElement("input");
+    Object.assign(slider, { id: `edit-${name}`, type: "range", min: "-1", max: "1", step: "0.05", value: String(value) });
+    slider.className = "edit";
+    slider.addEventListener("change", () => control({ face_editor: { [name]: Number(slider.value) } }));
+    box.append(label, slider);
+  }
 }
 
 function percentile(values, share) {
@@ -120,6 +141,7 @@ async function start() {
     await video.play(); // headless browsers start only a visible, played video
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const query = new URLSearchParams({ source });
+    if (params.get("options")) query.set("options", params.get("options")); // the session's options, as JSON
     socket = new WebSocket(`${scheme}://${location.host}/v1/live?${query}`);
     socket.binaryType = "arraybuffer";
     const grab = document.createElement("canvas");
@@ -136,6 +158,7 @@ async function start() {
     };
     socket.onclose = () => {
       $("controls").disabled = true;
+      $("face-editor").disabled = true;
       if ($("state").textContent === "Live.") $("state").textContent = "Stopped.";
     };
   } catch (error) {
