@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
@@ -23,7 +23,8 @@ from typing import ClassVar, Literal
 
 from slimfuse.config_file import read_config_file
 from slimfuse.errors import UsageError
-from slimfuse.media.formats import AUDIO_ENCODERS, ENCODERS, FRAME_FORMATS, PRESETS, EncodeSettings
+from slimfuse.media.formats import (AUDIO_ENCODERS, AUDIO_SUFFIXES, CONTAINERS, ENCODERS, FRAME_FORMATS, PRESETS,
+                                    EncodeSettings)
 from slimfuse.memory.levels import DEFAULT_LEVEL, LEVELS, STRATEGIES, MemoryLevel
 from slimfuse.models.choices import MESH_SWAPPER, MODEL_CHOICES, NO_MODEL, SELFIE_SEGMENTATION, split_variants
 from slimfuse.models.neural.deep_swappers import DEEP_SWAPPER_NAMES, is_custom_name, is_dfm_path
@@ -57,7 +58,8 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
 SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "deep_swapper", "face_enhancer", "age_modifier",
                                          "expression_restorer", "face_editor", "frame_enhancer", "frame_colorizer",
-                                         "face_debugger", "background_remover")
+                                         "face_debugger", "lip_syncer",
+                                         "background_remover")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
@@ -393,6 +395,33 @@ class FaceEditorOptions(Section):
                 if field.name != "face_editor_model"}
 
 
+@dataclass(frozen=True)
+class LipSyncOptions(Section):
+    """The lip syncer (--processors ... lip_syncer): the target video's mouth follows a sound."""
+
+    title: ClassVar[str] = "the lip syncer"
+
+    lip_syncer_model: str = _model(
+        "lip_syncer_model", "wav2lip_gan_96", "the lip sync model placed with --models-dir: wav2lip_96 and "
+        "wav2lip_gan_96 redraw the lower face at 96 px, edtalk_256 the whole face at 256 px")
+    lip_syncer_weight: float = option(
+        0.5, Number(0, 1, metavar="0-1"), "how far the lips follow the sound (FaceFusion's weight): wav2lip hears "
+        "the sound 2 x this loud (as it is at 0.5), edtalk takes it as its weight input", video=True)
+    voice_extractor_model: str = _model(
+        "voice_extractor_model", NO_MODEL, "separate the voice from music and noise before the lips follow it, with "
+        "this model placed with --models-dir (kim_vocal_2 is FaceFusion's default; none: the lips follow the whole "
+        "sound)", video=True)
+    source_audio: Path | None = option(
+        None, FilePath(metavar="FILE"), "the sound the lips follow (an audio file or a video), which the output "
+        "video carries instead of the target's; FaceFusion's way works too: a sound file (.wav .mp3 .flac .m4a "
+        ".ogg .opus) among -s/--source-paths", who=OWNER, video=True,
+        default_text="the first sound file or video among the sources")
+
+    @property
+    def voice_extractor(self) -> str | None:
+        return None if self.voice_extractor_model == NO_MODEL else self.voice_extractor_model
+
+
 Color = tuple[int, int, int, int]
 """Red, green, blue and alpha, 0-255 each (FaceFusion's fill and despill colours)."""
 
@@ -659,7 +688,7 @@ SECTIONS: Mapping[str, type[Section]] = {
     "background": BackgroundOptions,
     "runtime": RuntimeOptions, "video": VideoOptions, "encode": EncodeOptions, "memory": MemoryOptions,
     "output": OutputOptions, "program": ProgramOptions, "age_modifier": AgeModifierOptions,
-    "frame_colorizer": FrameColorizerOptions,
+    "frame_colorizer": FrameColorizerOptions, "lip_sync": LipSyncOptions,
 }
 OPTIONS: tuple[Declared, ...] = declared_in(dict(SECTIONS), aliases=(
     alias("video_memory_strategy", "memory", Word(tuple(STRATEGIES), metavar="|".join(STRATEGIES)),
@@ -698,6 +727,7 @@ class RunConfig:
     program: ProgramOptions = ProgramOptions()
     age_modifier: AgeModifierOptions = AgeModifierOptions()
     frame_colorizer: FrameColorizerOptions = FrameColorizerOptions()
+    lip_sync: LipSyncOptions = LipSyncOptions()
     model_variants: tuple[tuple[str, str], ...] = ()
     """(catalog name, NAME.VARIANT): stored variants the pool loads in those models' place, from the
     `--face-*-model NAME.VARIANT` options."""
@@ -766,9 +796,29 @@ class RunConfig:
         """Whether a stage puts a source photo's face in (a run of none of them needs no source photo)."""
         return any(stage in SOURCE_PROCESSORS for stage in self.stages)
 
+    @property
+    def sound(self) -> Path | None:
+        """The lip syncer's sound, when it runs: --source-audio, else the first sound file or video among the
+        sources (FaceFusion takes the first audio file of its source paths)."""
+        if "lip_syncer" not in self.stages:
+            return None
+        if self.lip_sync.source_audio is not None:
+            return self.lip_sync.source_audio
+        return next((path for path in self.sources if path.suffix.lower() in (*AUDIO_SUFFIXES, *CONTAINERS)), None)
+
+    @property
+    def photos(self) -> tuple[Path, ...]:
+        """The source photos: the sources less the sound files and the lip syncer's sound."""
+        sound = self.sound
+        return tuple(path for path in self.sources if path.suffix.lower() not in AUDIO_SUFFIXES and path != sound)
+
+    def encode_settings(self, threads: int) -> EncodeSettings:
+        """How an output video is encoded (EncodeOptions.settings), carrying the lip syncer's sound when it runs."""
+        return replace(self.encode.settings(threads), audio_path=self.sound)
+
     def check_sources(self) -> None:
         """UsageError when a stage needs a source photo and none is given."""
-        if self.needs_source and not self.sources:
+        if self.needs_source and not self.photos:
             wanting = ", ".join(stage for stage in self.stages if stage in SOURCE_PROCESSORS)
             raise UsageError(detail=f"give a source photo: {wanting} puts its face in")
 

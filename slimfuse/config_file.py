@@ -53,8 +53,9 @@ FACEFUSION_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType({
                         "face_editor_eye_gaze_vertical face_editor_eye_open_ratio face_editor_lip_open_ratio "
                         "face_editor_mouth_grim face_editor_mouth_pout face_editor_mouth_purse face_editor_mouth_smile "
                         "face_editor_mouth_position_horizontal face_editor_mouth_position_vertical "
-                        "face_editor_head_pitch face_editor_head_yaw face_editor_head_roll "
-                        "background_remover_model background_remover_fill_color background_remover_despill_color"),
+                        "face_editor_head_pitch face_editor_head_yaw face_editor_head_roll lip_syncer_model "
+                        "lip_syncer_weight background_remover_model background_remover_fill_color "
+                        "background_remover_despill_color"),
     "execution": _keys("execution_device_ids execution_providers execution_thread_count"),
     "memory": _keys("video_memory_strategy"),
     "misc": _keys("log_level halt_on_error"),

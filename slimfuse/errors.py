@@ -184,6 +184,12 @@ class LiveOutputError(SlimfuseError):
     problem = "the live output could not be opened, or it stopped taking frames during the session"
 
 
+class LipSyncAudioError(SlimfuseError):
+    exit_code = 36
+    problem = ("the lip syncer has no usable sound: no audio stream, unreadable audio, audio shorter than the target "
+               "video, or a target that is not a video")
+
+
 class SystemMemoryLimitError(SlimfuseError):
     exit_code = 40
     problem = "ran out of memory under --system-memory-limit (no output was written)"
@@ -252,6 +258,7 @@ EXIT_CODES: dict[int, str] = {
             VideoDecodeStoppedError,
             LiveInputError,
             LiveOutputError,
+            LipSyncAudioError,
             SystemMemoryLimitError,
             MemoryBudgetError,
             BatchItemsFailedError,

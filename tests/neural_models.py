@@ -477,3 +477,55 @@ def fairface_by_tint() -> onnx.ModelProto:
     return graph_model("fairface", nodes, [_value(io.inputs[0], False)],
                        [helper.make_tensor_value_info(tensor.name, TensorProto.INT64, list(tensor.shape))
                         for tensor in io.outputs], initializers)
+
+
+MOUTH_ROWS = (62, 90)
+"""The rows of wav2lip's 96 px lower face the mouth stand-in opens its mouth over (from the first, downward)."""
+MOUTH_COLUMNS = (30, 66)
+
+
+def mouth_lip_syncer(name: str = "wav2lip_gan_96") -> onnx.ModelProto:
+    """wav2lip's tensors: gives back the whole face (`target`'s channels 3-5) with a black mouth whose height
+    follows the sound: o = clip((mean of the mel window + 4) / 4, 0, 1) of MOUTH_ROWS' span, over MOUTH_COLUMNS
+    (silence, all -4, closes it)."""
+    spec = spec_of(name)
+    assert spec.io is not None
+    size = spec.io.crop_size
+    assert size is not None
+    top, bottom = MOUTH_ROWS
+    rows = np.arange(size, dtype=np.float32).reshape(1, 1, size, 1)
+    columns = np.zeros((1, 1, 1, size), np.float32)
+    columns[..., MOUTH_COLUMNS[0]:MOUTH_COLUMNS[1]] = 1
+    nodes = [
+        helper.make_node("Slice", ["target", "face_from", "face_to", "face_axis"], ["face"]),
+        helper.make_node("ReduceMean", ["source"], ["loudness"], axes=[1, 2, 3], keepdims=1),
+        helper.make_node("Add", ["loudness", "four"], ["lifted"]),
+        helper.make_node("Mul", ["lifted", "quarter"], ["scaled"]),
+        helper.make_node("Clip", ["scaled", "zero", "one"], ["opening"]),
+        helper.make_node("Mul", ["opening", "span"], ["depth"]),
+        helper.make_node("Add", ["depth", "top"], ["lowest"]),
+        helper.make_node("Sub", ["lowest", "rows"], ["ahead"]),
+        helper.make_node("Clip", ["ahead", "zero", "one"], ["above"]),
+        helper.make_node("Mul", ["above", "below_top"], ["band"]),
+        helper.make_node("Mul", ["band", "columns"], ["mouth"]),
+        helper.make_node("Sub", ["one", "mouth"], ["kept"]),
+        helper.make_node("Mul", ["face", "kept"], [spec.io.outputs[0].name]),
+    ]
+    initializers = [_ints("face_from", [3]), _ints("face_to", [6]), _ints("face_axis", [1]), _const("four", 4.0),
+                    _const("quarter", 0.25), _const("zero", 0.0), _const("one", 1.0),
+                    _const("span", float(bottom - top)), _const("top", float(top)), _const("rows", rows),
+                    _const("below_top", (rows >= top).astype(np.float32)), _const("columns", columns)]
+    return _model(spec, nodes, initializers, free_batch=False)
+
+
+def lowpass_voice_extractor(name: str = "kim_vocal_2", below_bin: int = 160) -> onnx.ModelProto:
+    """A voice extractor's tensors: keeps the spectrum's bins below `below_bin` (6.25 Hz each: 1 kHz by default)
+    and silences the rest, so a high tone (the "music") goes and a low buzz (the "voice") mostly stays."""
+    spec = spec_of(name)
+    assert spec.io is not None
+    bins = spec.io.inputs[0].shape[2]
+    assert isinstance(bins, int)
+    keep = np.zeros((1, 1, bins, 1), np.float32)
+    keep[:, :, :below_bin] = 1
+    nodes = [helper.make_node("Mul", [spec.io.inputs[0].name, "keep"], [spec.io.outputs[0].name])]
+    return _model(spec, nodes, [_const("keep", keep)], free_batch=False)

@@ -3,11 +3,14 @@ otherwise: the box mask alone (the neural processors' paste-back without a mesh)
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
-from slimfuse.config import EnhanceOptions, MaskOptions, SwapOptions
+from slimfuse.config import EnhanceOptions, LipSyncOptions, MaskOptions, SwapOptions
+from slimfuse.media.voice import Voice
 from slimfuse.memory.batching import AdaptiveBatcher
 from slimfuse.models.pool import ModelPool
 from slimfuse.processors.enhance import EnhanceProcessor
+from slimfuse.processors.lip_sync import LipSyncProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
 
@@ -30,3 +33,9 @@ def make_enhancer(pool: ModelPool, model: str, blend: int | None = None, weight:
     if weight is not None:
         options = replace(options, face_enhancer_weight=weight)
     return EnhanceProcessor(pool, options, masker or box_masker(pool), AdaptiveBatcher(pool))
+
+
+def make_lip_syncer(pool: ModelPool, model: str, voice: Voice, weight: float = 0.5,
+                    masks: MaskOptions = MaskOptions(face_mask_types=("box",))) -> LipSyncProcessor:
+    return LipSyncProcessor(pool, LipSyncOptions(lip_syncer_model=model, lip_syncer_weight=weight), masks, voice,
+                            Path("voice.wav"), AdaptiveBatcher(pool))

@@ -271,7 +271,7 @@ class BatchRunner:
     def _join(self, job: _Pending) -> None:
         started = time.perf_counter()
         parts = [job.parts[number] for number in range(len(job.spans))]
-        settings = job.config.encode.settings(0)
+        settings = job.config.encode_settings(0)
         joined = join_segments(probe(job.item.target), job.spans, parts, job.item.output, settings,
                                provenance_label(job.config), self.notify)
         for part in parts:

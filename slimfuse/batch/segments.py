@@ -20,7 +20,7 @@ from slimfuse.atomic import AtomicFile, write_error
 from slimfuse.errors import NoFramesError
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.provenance import ProvenanceLabel
-from slimfuse.media.video_audio import AudioTrack, open_source
+from slimfuse.media.video_audio import AudioTrack, audio_source
 from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_encoding import container_for
 from slimfuse.media.video_probe import VideoInfo, probe
@@ -133,8 +133,9 @@ def _offset_ticks(info: VideoInfo, span: FrameSpan, time_base: Fraction) -> int:
 def _copy(info: VideoInfo, spans: Sequence[FrameSpan], parts: Sequence[Path], temp: Path, fmt: str,
           settings: EncodeSettings, provenance: ProvenanceLabel | None) -> int:
     options = (LABEL_OPTIONS.get(fmt) if provenance is not None else None) or CONTAINER_OPTIONS.get(fmt, {})
-    source = None if settings.skip_audio or not info.has_audio else open_source(info.path)
+    _, source = audio_source(info.path, info.has_audio, settings)
     frames = 0
+    end = 0.0
     with av.open(str(temp), "w", format=fmt, container_options=options) as container:
         if provenance is not None:
             container.metadata.update(provenance.container_tags())
@@ -154,13 +155,14 @@ def _copy(info: VideoInfo, spans: Sequence[FrameSpan], parts: Sequence[Path], te
                     if packet.dts is not None:
                         packet.dts += offset
                     when = float(packet.pts * stream.time_base)
+                    end = max(end, float((packet.pts + (packet.duration or 0)) * stream.time_base))
                     packet.stream = video
                     container.mux(packet)
                     frames += 1
                     if audio is not None:
                         audio.feed_until(when, container.mux)
         if audio is not None:
-            audio.finish(None, container.mux)
+            audio.finish(end if settings.audio_path is not None else None, container.mux)
     if source is not None:
         source.close()
     return frames

@@ -14,6 +14,7 @@ from pathlib import Path
 from slimfuse.cli.commands import HELP
 from slimfuse.cli.common import add_common_options
 from slimfuse.cli.options import add_command_options, add_run_options, config_from_args
+from slimfuse.errors import UsageError
 
 LOG = logging.getLogger(__name__)
 
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     config.check_opaque()
+    if "lip_syncer" in config.stages:
+        raise UsageError(detail="--processors lip_syncer: not live (the mouth follows a sound along a video's "
+                                "timeline; lip-sync a recorded video with slimfuse swap)")
     for spec in args.outputs:  # a file in a missing folder: before the camera and the models, not after the start
         check_output(spec)
     faces = [[SourceImage.read(path)] for path in args.switch_sources]  # a missing or unreadable photo: before any model

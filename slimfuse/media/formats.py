@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 from slimfuse.errors import UsageError
 
@@ -17,6 +18,8 @@ IMAGE_SUFFIXES: dict[str, str] = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG"
 ALPHA_SUFFIXES: tuple[str, ...] = (".png", ".webp", ".webm")
 """The outputs that hold an alpha channel (a transparent background): PNG and WebP images, VP9 video in WebM."""
 """Image files by extension, and their PIL format."""
+AUDIO_SUFFIXES: tuple[str, ...] = (".flac", ".m4a", ".mp3", ".ogg", ".opus", ".wav")
+"""Sound files by extension (FaceFusion's audio formats): a source path of these is the lip syncer's sound."""
 FRAME_FORMATS = ("jpg", "png", "bmp")
 """The image formats disk mode (--temp-frame-format) writes its frames in."""
 
@@ -33,6 +36,8 @@ class EncodeSettings:
     audio_encoder, audio_quality: re-encode the audio with this encoder, at this quality 0-100 (None: the input's
       audio is copied where the container can hold it, else re-encoded to the container's usual codec).
     audio_volume: the audio's volume in percent (below 100 it is re-encoded).
+    audio_path: a file whose first audio stream the output carries instead of the input's (the lip syncer's
+      sound), laid along the video's timeline (its start at the input's start) and cut where the video ends.
     alpha: frames come RGBA and keep their alpha: VP9 yuva420p in WebM (a transparent background).
     """
 
@@ -46,6 +51,7 @@ class EncodeSettings:
     audio_encoder: str | None = None
     audio_quality: int | None = None
     audio_volume: int = 100
+    audio_path: Path | None = None
     alpha: bool = False
 
     @property

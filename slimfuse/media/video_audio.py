@@ -217,6 +217,15 @@ def _add_encoder(output: OutputContainer, codec: str, source: AudioStream, quali
     return stream
 
 
+def audio_source(video: Path, has_audio: bool, settings: EncodeSettings) -> tuple[Path, InputContainer | None]:
+    """Where the output's audio comes from (settings.audio_path, else the input video) and that file opened for
+    it; None when the output has no audio (--skip-audio, or no audio stream there)."""
+    path = settings.audio_path or video
+    if settings.skip_audio or (settings.audio_path is None and not has_audio):
+        return path, None
+    return path, open_source(path)
+
+
 def open_source(path: Path) -> InputContainer | None:
     """The input opened again for its audio (the reader has its own handle), or None when it has no audio."""
     source = av.open(str(path))

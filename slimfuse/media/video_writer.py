@@ -20,7 +20,7 @@ from slimfuse.errors import NoFramesError, OutputIsInputError, UnsupportedTypeEr
 from slimfuse.media.c2pa_sign import signing_step
 from slimfuse.media.frame_queue import DEFAULT_QUEUE, END, POLL_S, drain
 from slimfuse.media.provenance import ProvenanceLabel
-from slimfuse.media.video_audio import AudioTrack, check_audio_encoder, open_source
+from slimfuse.media.video_audio import AudioTrack, audio_source, check_audio_encoder
 from slimfuse.media.formats import EncodeSettings
 from slimfuse.media.video_encoding import check_encoder, choose_encoder, container_for, encoder_options, output_size
 from slimfuse.media.video_probe import VideoInfo
@@ -232,20 +232,18 @@ class VideoWriter:
 
     def _add_audio(self, container: OutputContainer, allow_copy: bool) -> None:
         self._audio = None
-        if self.settings.skip_audio or not self.info.has_audio:
-            return
-        self._source = open_source(self.info.path)
+        path, self._source = audio_source(self.info.path, self.info.has_audio, self.settings)
         if self._source is None:
             return
         stream = self._source.streams.audio[0]
         name = stream.codec_context.name if stream.codec_context is not None else None
         if name is None:
-            self._notify(f"{self.info.path}: its audio codec has no decoder here; the output has no audio")
+            self._notify(f"{path}: its audio codec has no decoder here; the output has no audio")
             self._close_source()
             return
         self._audio = AudioTrack(self._source, container, self._fmt, self.settings, allow_copy)
         if not self._audio.copied and not self.settings.audio_reencoded:
-            self._notify(f"{self.info.path}: {name} audio cannot go into a {self.path.suffix} file as it is; "
+            self._notify(f"{path}: {name} audio cannot go into a {self.path.suffix} file as it is; "
                          f"re-encoding it to {self._audio.encoder}")
 
     # --- the encoding thread -------------------------------------------------------------------------------------
@@ -338,10 +336,12 @@ class VideoWriter:
         self._mux_video(self._video.encode(None))
         self._durations.clear()
         if self._audio is not None:
-            cut = float(end) if end is not None and self._trim[1] is not None else None
+            cut_here = self._trim[1] is not None or self.settings.audio_path is not None
+            cut = float(end) if end is not None and cut_here else None
             self._audio.finish(cut, self._mux)
             if self._audio.stopped_reason:
-                self._notify(f"{self.info.path}: the audio stopped early ({self._audio.stopped_reason})")
+                audio_path = self.settings.audio_path or self.info.path
+                self._notify(f"{audio_path}: the audio stopped early ({self._audio.stopped_reason})")
         assert self._container is not None
         self._container.close()
         self._close_source()

@@ -31,7 +31,8 @@ Device = Literal["cpu", "gpu"]
 ACTIVATION_FACTOR: Mapping[str, float] = {
     "swapper": 256.0, "deep_swapper": 256.0, "enhancer": 128.0, "frame_enhancer": 256.0, "recognizer": 64.0,
     "detector": 64.0, "landmarker": 64.0, "occluder": 64.0, "parser": 64.0, "embedding_converter": 4.0,
-    "age_modifier": 256.0, "frame_colorizer": 256.0, "background_remover": 128.0,
+    "age_modifier": 256.0, "frame_colorizer": 256.0, "lip_syncer": 256.0, "voice_extractor": 32.0,
+    "background_remover": 128.0,
 }
 # A model without a described input (the embedded MediaPipe and dlib models): activations as a share of its file.
 UNDESCRIBED_ACTIVATION = 1.0
@@ -40,7 +41,7 @@ UNDESCRIBED_ACTIVATION = 1.0
 BATCHED_KINDS = frozenset({"swapper", "deep_swapper", "enhancer"})
 # The large models: a strict memory level keeps one of them resident at a time.
 GENERATOR_KINDS = frozenset({"swapper", "deep_swapper", "enhancer", "frame_enhancer", "age_modifier",
-                             "frame_colorizer", "background_remover"})
+                             "frame_colorizer", "lip_syncer", "background_remover"})
 # Whole-frame buffers the work on frames needs beside the queues: an image is read, copied, pasted into and
 # written; a video's frames are also converted for the encoder and tiled for the detector while the next ones are
 # analysed (measured at 720p).

@@ -18,6 +18,8 @@ from slimfuse.models.neural.detectors import DETECTOR_NAMES
 from slimfuse.models.neural.enhancers import ENHANCER_NAMES
 from slimfuse.models.neural.frame_colorizers import FRAME_COLORIZER_NAMES
 from slimfuse.models.neural.frame_enhancers import FRAME_ENHANCER_NAMES
+from slimfuse.models.neural.lip_syncers import LIP_SYNCER_NAMES
+from slimfuse.models.neural.voice_extractors import VOICE_EXTRACTOR_NAMES
 from slimfuse.models.neural.masks import OCCLUDER_NAMES, PARSER_NAMES
 from slimfuse.models.neural.recognizers import ARCFACE
 from slimfuse.models.neural.swappers import SWAPPER_NAMES
@@ -77,6 +79,8 @@ MODEL_CHOICES: dict[str, ModelChoices] = {
     "face_parser_model": ModelChoices(PARSER_NAMES),
     "age_modifier_model": ModelChoices(AGE_MODIFIER_NAMES),
     "frame_colorizer_model": ModelChoices(FRAME_COLORIZER_NAMES),
+    "lip_syncer_model": ModelChoices(LIP_SYNCER_NAMES),
+    "voice_extractor_model": ModelChoices([NO_MODEL, *VOICE_EXTRACTOR_NAMES]),
     "background_remover_model": ModelChoices([SELFIE_SEGMENTATION, *BACKGROUND_REMOVER_NAMES]),
 }
 """The options that name a model, and their choices; each also takes CHOICE.VARIANT, a stored variant."""

@@ -25,7 +25,7 @@ from slimfuse.models.catalog import Catalog
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.pipeline.residency import Residency
-from slimfuse.pipeline.reuse import Claim, ReuseCache, Slot
+from slimfuse.pipeline.reuse import ReuseCache, Slot
 from slimfuse.pipeline.stages import STAGES, StageContext
 from slimfuse.processors.base import (ChangesOverTime, FaceCrop, FaceProcessor, FrameProcessor, KeepsMouth, Processed,
                                       ReadsOriginal, SizedFaces, SourcePhoto, State)
@@ -256,7 +256,7 @@ class Chain:
                 crop = replace(processor.crop(frames[number], target.face), time=work.time)
                 if reads_original:
                     crop = replace(crop, original=processor.crop(work.rgb, target.face).image)
-                claim = Claim(Slot(), fresh=True) if timed else reuse.claim((target.track_id, index), crop)
+                claim = reuse.claim((target.track_id, index), crop, reusable=not timed)
                 placed.append((number, target, crop, claim.slot))
                 if claim.fresh:
                     fresh.append((crop, claim.slot))

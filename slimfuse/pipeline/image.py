@@ -11,6 +11,7 @@ from slimfuse.errors import NoTargetFaceError
 from slimfuse.media.image_io import LoadedImage, compose_output, read_image, write_image_atomic
 from slimfuse.pipeline.frames import FrameStats
 from slimfuse.pipeline.run import Run
+from slimfuse.processors.lip_sync import check_lip_sync_targets
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,9 @@ def swap_frame(run: Run, rgb: np.ndarray, origin: Path,
                reference: np.ndarray | None = None) -> tuple[np.ndarray, FrameStats]:
     """The RGB image with its selected faces swapped (RGBA for a transparent background); NoTargetFaceError
     (naming `origin`) when none is and a stage needs faces (a chain of frame stages alone works on a picture
-    without any). reference: an RGB photo of the person to swap (reference selection for this image)."""
+    without any); LipSyncAudioError when the run lip-syncs (a still has no time for the sound).
+    reference: an RGB photo of the person to swap (reference selection for this image)."""
+    check_lip_sync_targets(run.chain.processors, origin, False, None)
     keep = reference is not None or run.config.faces.face_selector_mode == "reference"
     loop = run.loop(run.prepare(keep_identity=keep), reference)
     run.mark("sources")

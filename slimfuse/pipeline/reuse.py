@@ -77,10 +77,11 @@ class ReuseCache:
     def enabled(self) -> bool:
         return self.options.threshold > 0 and self.options.max_frames > 0
 
-    def claim(self, key: tuple[int, int], crop: FaceCrop) -> Claim:
+    def claim(self, key: tuple[int, int], crop: FaceCrop, reusable: bool = True) -> Claim:
         """The slot of the last result for `key` when the crop is close enough to the one it came from (and it
-        was reused fewer than max_frames times in a row); else a fresh slot that later claims may reuse."""
-        current = probe(crop) if self.enabled else None
+        was reused fewer than max_frames times in a row); else a fresh slot that later claims may reuse. A result
+        that is not `reusable` (it depends on more than the crop: the frame's time) always gets a fresh slot."""
+        current = probe(crop) if self.enabled and reusable else None
         with self._lock:
             entry = self._entries.get(key)
             if (current is not None and entry is not None and entry.reused < self.options.max_frames

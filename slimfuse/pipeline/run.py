@@ -153,7 +153,7 @@ class Run:
 
     def _source_images(self) -> Sequence[SourceImage]:
         if self._sources is None:
-            self._sources = [SourceImage.read(path) for path in self.config.sources]
+            self._sources = [SourceImage.read(path) for path in self.config.photos]
         return self._sources
 
     def _warn_if_mixed_identities(self, found: list[tuple[SourceImage, Face]]) -> None:

@@ -25,11 +25,13 @@ from slimfuse.processors.deep_swap import DeepSwapProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_colorize import FrameColorizer
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
+from slimfuse.processors.lip_sync import LipSyncProcessor, read_sound
 from slimfuse.processors.live_portrait.editor import FaceEditor
 from slimfuse.processors.live_portrait.restorer import ExpressionRestorer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
+from slimfuse.processors.voice_extract import VoiceExtractor
 
 StageKind = Literal["face", "frame"]
 
@@ -120,6 +122,8 @@ def _build_deep_swapper(context: StageContext) -> FaceProcessor:
         return DeepSwapProcessor(context.pool, options, context.masker, context.batcher)
     except ValueError as exc:
         raise UsageError(detail=f"--deep-swapper-model {options.model}: {exc}") from exc
+
+
 def _age_modifier_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     return (*AgeModifierProcessor.models_for(config.age_modifier.age_modifier_model),
             *FaceMasker.models_for(config.masks))
@@ -161,6 +165,28 @@ def _build_editor(context: StageContext) -> FaceProcessor:
     return FaceEditor(context.pool, context.config.face_editor, context.masker.box_only())
 
 
+def _lip_syncer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
+    extractor = config.lip_sync.voice_extractor
+    occlusion = "occlusion" in config.masks.face_mask_types
+    return (*((extractor,) if extractor is not None else ()), config.lip_sync.lip_syncer_model,
+            *((config.masks.face_occluder_model,) if occlusion else ()))
+
+
+def _build_lip_syncer(context: StageContext) -> FaceProcessor:
+    config = context.config
+    sound = config.sound
+    extractor = config.lip_sync.voice_extractor
+    separate = None
+    if extractor is not None:
+        separate = VoiceExtractor(partial(context.batcher.run, extractor))
+    voice = read_sound(sound, separate)
+    assert sound is not None
+    try:
+        return LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, sound, context.batcher)
+    except ValueError as exc:
+        raise UsageError(detail=f"--lip-syncer-model {config.lip_sync.lip_syncer_model}: {exc}") from exc
+
+
 def _background_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     return (config.background.background_remover_model,)
 
@@ -179,6 +205,7 @@ STAGES: Mapping[str, StageEntry] = MappingProxyType({
     "frame_colorizer": StageEntry("frame", _frame_colorizer_models, _build_frame_colorizer),
     "expression_restorer": StageEntry("face", _restorer_models, _build_restorer),
     "face_editor": StageEntry("face", _editor_models, _build_editor),
+    "lip_syncer": StageEntry("face", _lip_syncer_models, _build_lip_syncer),
     "background_remover": StageEntry("frame", _background_models, _build_background_remover),
 })
 """Every stage but the face debugger, which draws last what the others did (pipeline/chain.py); one for each of

@@ -27,6 +27,7 @@ from slimfuse.media.video_writer import VideoWriter
 from slimfuse.pipeline.chain import FrameWork, Target
 from slimfuse.pipeline.frames import FrameLoop, FrameStats
 from slimfuse.pipeline.run import Run
+from slimfuse.processors.lip_sync import check_lip_sync_targets
 
 
 class Progress(Protocol):
@@ -57,6 +58,14 @@ class VideoResult:
     stats: FrameStats
     setup_seconds: float
     """Model loading and source preparation, before the first frame."""
+
+
+def _seconds_to(info: VideoInfo, end: int | None) -> float | None:
+    """How far into the video its frames go: its duration, or where --trim-frame-end stops it."""
+    if end is None:
+        return info.duration
+    stop = float(end / info.fps)
+    return stop if info.duration is None else min(stop, info.duration)
 
 
 def _render(frames: FrameLoop, frame: VideoFrame, targets: Future[list[Target]]) -> np.ndarray:
@@ -98,7 +107,7 @@ class VideoSwapJob:
         self.render_workers = memory.render_workers
         self.codec_threads = memory.codec_threads
         self.span = span
-        self.encode = replace(run.config.encode.settings(memory.codec_threads), alpha=run.config.transparent_output)
+        self.encode = run.config.encode_settings(memory.codec_threads)
         if span is not None:
             self.encode = replace(self.encode, skip_audio=True)
         self.progress: Progress = progress if progress is not None else CountingProgress()
@@ -110,6 +119,7 @@ class VideoSwapJob:
         scale = run.chain.frame_scale  # frames come out of a frame enhancer that keeps its scale this much larger
         written = info if scale == 1 else replace(info, width=info.width * scale, height=info.height * scale)
         start, end = config.video.trim_frame_start, config.video.trim_frame_end
+        check_lip_sync_targets(run.chain.processors, self.target, True, _seconds_to(info, end))
         prepared = run.prepare(keep_identity=True)  # the tracker settles crossing faces by identity
         frames = run.loop(prepared, *self._reference_frame(info))
         run.mark("sources")

@@ -155,13 +155,13 @@ def test_a_missing_config_file_is_exit_3(tmp_path: Path, astronaut_path: Path, g
 def test_keys_slimfuse_has_no_option_for_are_named_in_one_warning(tmp_path: Path, astronaut_path: Path,
                                                                   grace_hopper_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    ini = _ini(tmp_path, "[paths]\nsource_paths = a.jpg\njobs_path =\n[processors]\nlip_syncer_model = wav2lip\n"
+    ini = _ini(tmp_path, "[paths]\nsource_paths = a.jpg\njobs_path =\n[download]\ndownload_providers = github\n"
                          "[uis]\nui_layouts = default\n[face_selector]\nface_selector_order = large-small\n")
     code, _, err = _swap(capsys, "-s", str(astronaut_path), "-t", str(grace_hopper_path), "-o",
                          str(tmp_path / "out.png"), "--config-path", str(ini))
     warnings = [line for line in err.splitlines() if "warning" in line]
     assert code == 0 and warnings == [f"slimfuse: warning: {ini}: not options of slimfuse, so not read: [paths] "
-                                      "source_paths, [processors] lip_syncer_model, [uis] ui_layouts"]
+                                      "source_paths, [download] download_providers, [uis] ui_layouts"]
     ini.write_text(ini.read_text() + "[misc]\nlog_level = error\n")  # the file's own log level hides it
     code, _, err = _swap(capsys, "-s", str(astronaut_path), "-t", str(grace_hopper_path), "-o",
                          str(tmp_path / "out.png"), "--config-path", str(ini))

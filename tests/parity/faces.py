@@ -12,12 +12,16 @@ from slimfuse.faces.types import Face
 MESH_POINTS = 468
 
 
-def mesh_face(person: str) -> Face:
+def mesh_face(person: str, points_68: bool = False) -> Face:
     """`person`'s ("target" or "source") face, its mesh placed so that slimfuse's five alignment points
-    (`five_points`: the mean of each eye's ring, the nose tip, the mouth corners) are geometry.json's five."""
+    (`five_points`: the mean of each eye's ring, the nose tip, the mouth corners) are geometry.json's five; with
+    `points_68`, its 68 points (`landmarks_68`) are geometry.json's too, but for the eyes, nose tip and mouth corners
+    the five points take."""
     recorded = geometry()[person]
     five = np.asarray(recorded["five"], dtype=np.float64)
     landmarks = np.zeros((MESH_POINTS, 3), dtype=np.float64)
+    if points_68:
+        landmarks[list(MESH_TO_68), :2] = np.asarray(recorded["landmark_68"], dtype=np.float64)
     landmarks[list(RIGHT_EYE_RING), :2] = five[0]
     landmarks[list(LEFT_EYE_RING), :2] = five[1]
     for index, point in zip((NOSE_TIP, RIGHT_MOUTH_CORNER, LEFT_MOUTH_CORNER), five[2:], strict=True):

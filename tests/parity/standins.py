@@ -50,8 +50,9 @@ class Contract:
     enhancers, CodeFormer with its fidelity `weight` as a second input), "upscaler" (image -> image `scale` times
     larger: the frame enhancers), "converter" (512 -> 512), "scrfd" / "yunet" / "yolo" (a face detector's raw
     outputs, see DETECTORS), "recognizer" (aligned face -> embedding), "occluder" (channels-last image ->
-    channels-last one-channel mask), "parser" (image -> class logits of the same size), "remover" (a whole frame ->
-    its foreground's alpha, or class logits; corridor_key also gives the foreground's colours).
+    channels-last one-channel mask), "parser" (image -> class logits of the same size), "lip_syncer" (mel window +
+    face (+ edtalk's weight) -> face), "voice_extractor" (spectra -> spectra), "remover" (a whole frame -> its
+    foreground's alpha, or class logits; corridor_key also gives the foreground's colours).
     activation: the output's last op, giving its range: "sigmoid" (0..1), "tanh" (-1..1) or "none" (logits)."""
 
     name: str
@@ -237,6 +238,28 @@ LIVE_PORTRAIT: tuple[Contract, ...] = (
     Contract("live_portrait_lip_retargeter", "lp_retargeter", (Tensor("input", (1, 65)),), (Tensor("output", (1, 63)),)),
 )
 
+# Lip syncers (facefusion/processors/modules/lip_syncer/core.py): FaceFusion feeds `source`, a [1, 1, 80, 16] mel
+# window, and `target`, the face (wav2lip: 6 channels at 96 px, the face with its lower half black then whole;
+# edtalk: 3 at 256 px, with `weight` [1] float32), and reads the first output in [0, 1].
+MEL = Tensor("source", (1, 1, 80, 16))
+
+
+def _lip_syncer(name: str, channels: int, size: int, weight: bool = False) -> Contract:
+    extra = (Tensor("weight", (1,)),) if weight else ()
+    return Contract(name, "lip_syncer", (MEL, Tensor("target", (1, channels, size, size)), *extra),
+                    (Tensor("output", (1, 3, size, size)),))
+
+
+LIP_SYNCERS: tuple[Contract, ...] = (
+    _lip_syncer("wav2lip_96", 6, 96), _lip_syncer("wav2lip_gan_96", 6, 96), _lip_syncer("edtalk_256", 3, 256, True))
+# Voice extractors (facefusion/voice_extractor.py): `input` [windows, 4, 3072, 256] (each stereo channel's real and
+# imaginary spectrum) -> the voice's spectrum, the same shape, read by position. The stand-in keeps each value times
+# a mask in (0, 1) computed from its neighbourhood in every channel.
+SPECTRUM = ("batch", 4, 3072, 256)
+VOICE_EXTRACTORS: tuple[Contract, ...] = tuple(
+    Contract(name, "voice_extractor", (Tensor("input", SPECTRUM),), (Tensor("output", SPECTRUM),))
+    for name in ("kim_vocal_1", "kim_vocal_2", "uvr_mdxnet"))
+
 
 # Background removers (facefusion/processors/modules/background_remover/core.py): FaceFusion feeds `input`, the
 # whole frame resized to the model's square size (4 channels for corridor_key: the frame and a coarse key), and
@@ -260,7 +283,29 @@ REMOVERS: tuple[Contract, ...] = (
 )
 CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (
     *SWAPPERS, *CONVERTERS, *FACE_ENHANCERS, *FRAME_ENHANCERS, *DETECTORS, *RECOGNIZERS, *OCCLUDERS, *PARSERS,
-    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIVE_PORTRAIT, *REMOVERS)}
+    *DEEP_SWAPPERS, USER_DFM, *AGE_MODIFIERS, *FRAME_COLORIZERS, *LIVE_PORTRAIT, *LIP_SYNCERS, *VOICE_EXTRACTORS,
+    *REMOVERS)}
+
+
+VOICE_RATE = 48_000
+VOICE_FPS = 25
+VOICE_PARTS = ((0.4, 0.0), (0.4, 300.0), (0.4, -1.0), (0.4, 1000.0), (0.4, 0.0))
+"""The parity sound: (seconds, what) parts, a tone of that many Hz, silence (0) or noise (-1)."""
+
+
+def parity_voice(repeats: int = 1) -> np.ndarray:
+    """The sound both programs hear in the lip syncer's parity tests: VOICE_RATE stereo int16 (n x 2), silence,
+    a 300 Hz tone, noise, a 1 kHz tone and silence again (0.4 s each, a faint hiss throughout), the right channel at
+    half the left's level, from a seeded generator; `repeats` times over (the voice extractor's test takes 6 s, so
+    that its overlapping 5.12 s pieces meet)."""
+    rng = np.random.Generator(np.random.PCG64(seed_of("parity_voice")))
+    parts = []
+    for seconds, what in VOICE_PARTS:
+        time = np.arange(round(seconds * VOICE_RATE)) / VOICE_RATE
+        part = rng.standard_normal(time.size) * 0.3 if what < 0 else 0.5 * np.sin(2 * np.pi * what * time)
+        parts.append(part + rng.standard_normal(time.size) * 0.002)
+    left = np.tile(np.concatenate(parts), repeats) * 20_000
+    return np.stack([left, left / 2], axis=1).astype(np.int16)
 
 
 def seed_of(name: str) -> int:
@@ -332,9 +377,15 @@ class _Graph:
         return self.node("DepthToSpace", [self.node("Add", [mixed, detail])], blocksize=scale, mode="DCR")
 
     def identity_vector(self, source: Tensor) -> str:
-        """The source input as an [1, HIDDEN, 1, 1] bias: a random projection of the embedding, or of the whole
-        source picture (a strided convolution, flattened, projected)."""
-        if len(source.shape) == 2:
+        """The source input as an [1, HIDDEN, 1, 1] bias: a random projection of the embedding (or of a lip
+        syncer's mel window, flattened), or of the whole source picture (a strided convolution, flattened,
+        projected)."""
+        gain = 4.0
+        if source.shape == MEL.shape:  # values -4..4 at every element: a smaller projection keeps Tanh unsaturated
+            flat = self.node("Flatten", [source.name], axis=1)
+            width = int(np.prod(source.shape))
+            gain = 0.5
+        elif len(source.shape) == 2:
             flat = source.name
             width = source.shape[1]
         else:
@@ -343,7 +394,7 @@ class _Graph:
             side = (source.shape[2] + 7) // 8
             width = 2 * side * side
         # An ArcFace-scale embedding (norm about 20) and a normalised one (norm 1) must both move the output.
-        projection = self.weight((width, HIDDEN), 4.0 / np.sqrt(width))
+        projection = self.weight((width, HIDDEN), gain / np.sqrt(width))
         vector = self.node("MatMul", [flat, projection])
         shape = self.constant_ints((1, HIDDEN, 1, 1))
         return self.node("Reshape", [vector, shape])
@@ -401,6 +452,15 @@ def build(name: str) -> onnx.ModelProto:
         graph.node("Identity", [logits], contract.outputs[0].name)
     elif contract.kind == "remover":
         _build_remover(graph, contract)
+    elif contract.kind == "voice_extractor":
+        mask = graph.node("Sigmoid", [graph.image_body(first.name, 4, None, channels_out=4)])
+        graph.node("Mul", [first.name, mask], contract.outputs[0].name)
+    elif contract.kind == "lip_syncer":
+        conditioning = graph.identity_vector(contract.inputs[0])
+        if len(contract.inputs) > 2:  # edtalk's weight
+            conditioning = graph.node("Add", [conditioning, graph.fidelity_vector(contract.inputs[2])])
+        body = graph.image_body(contract.inputs[1].name, int(contract.inputs[1].shape[1]), conditioning)
+        graph.node("Sigmoid", [body], contract.outputs[0].name)
     else:
         conditioning = None
         if contract.kind == "swapper":

@@ -112,6 +112,7 @@ def test_a_stage_that_changes_over_time_gets_each_frames_time_and_no_reused_resu
         loop.process(scene.copy(), time)
     assert [crop.time for crop in timed.given] == times
     assert len(steady.given) < len(times)  # the same still face: the steady stage's result was reused
+    assert loop.stats().generated == len(steady.given) + len(timed.given)  # each timed result counts as generated
     chunk = [FrameWork(scene.copy(), loop.analyse(scene, time), time) for time in (0.2, 0.24)]
     loop.render_many(chunk)
     assert [crop.time for crop in timed.given[-2:]] == [0.2, 0.24]

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 AREAS = ("swappers", "enhancers", "frame_enhancer", "detectors", "recognizer", "masks", "deep_swapper", "age_modifier",
-         "frame_colorizer", "expression_restorer", "face_editor", "background_remover")
+         "frame_colorizer", "expression_restorer", "face_editor", "lip_syncer", "background_remover")
 
 
 def main() -> None:
