@@ -813,8 +813,9 @@ class RunConfig:
         return tuple(path for path in self.sources if path.suffix.lower() not in AUDIO_SUFFIXES and path != sound)
 
     def encode_settings(self, threads: int) -> EncodeSettings:
-        """How an output video is encoded (EncodeOptions.settings), carrying the lip syncer's sound when it runs."""
-        return replace(self.encode.settings(threads), audio_path=self.sound)
+        """How an output video is encoded (EncodeOptions.settings), carrying the lip syncer's sound when it runs and
+        the alpha of a transparent background."""
+        return replace(self.encode.settings(threads), audio_path=self.sound, alpha=self.transparent_output)
 
     def check_sources(self) -> None:
         """UsageError when a stage needs a source photo and none is given."""
