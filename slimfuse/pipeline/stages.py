@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, TypeVar
 
 from slimfuse.config import RunConfig
 from slimfuse.errors import UsageError
@@ -34,6 +34,7 @@ from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.voice_extract import VoiceExtractor
 
 StageKind = Literal["face", "frame"]
+Built = TypeVar("Built")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,15 @@ class StageEntry:
     option the section could not see alone is a UsageError naming it."""
 
 
+def _checked(flag: str, value: object, build: Callable[[], Built]) -> Built:
+    """What `build` makes; its ValueError (a model that is not of the stage's kind, a bad combination) as a usage
+    error naming the option and its value."""
+    try:
+        return build()
+    except ValueError as exc:
+        raise UsageError(detail=f"--{flag} {value}: {exc}") from exc
+
+
 def _with_companions(model: str, catalog: Catalog) -> tuple[str, ...]:
     io = catalog.get(model).io
     return (model, *(io.companions if io is not None else ()))
@@ -74,12 +84,11 @@ def _swapper_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
 
 def _build_swapper(context: StageContext) -> FaceProcessor:
     swap = context.config.swap
-    try:
-        if not swap.neural:
-            return MeshSwapProcessor(context.topology, swap, context.face_size)
-        return OnnxSwapProcessor(context.pool, swap, context.pixel_boost, context.masker, context.batcher)
-    except ValueError as exc:
-        raise UsageError(detail=f"--face-swapper-model {swap.face_swapper_model}: {exc}") from exc
+    if not swap.neural:
+        return _checked("face-swapper-model", swap.face_swapper_model,
+                        lambda: MeshSwapProcessor(context.topology, swap, context.face_size))
+    return _checked("face-swapper-model", swap.face_swapper_model,
+                    lambda: OnnxSwapProcessor(context.pool, swap, context.pixel_boost, context.masker, context.batcher))
 
 
 def _enhancer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
@@ -91,10 +100,8 @@ def _enhancer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
 
 def _build_enhancer(context: StageContext) -> FaceProcessor:
     enhance = context.config.enhance
-    try:
-        return EnhanceProcessor(context.pool, enhance, context.masker.for_enhancer(), context.batcher)
-    except ValueError as exc:
-        raise UsageError(detail=f"--face-enhancer-model {enhance.face_enhancer}: {exc}") from exc
+    return _checked("face-enhancer-model", enhance.face_enhancer,
+                    lambda: EnhanceProcessor(context.pool, enhance, context.masker.for_enhancer(), context.batcher))
 
 
 def _frame_enhancer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
@@ -118,10 +125,8 @@ def _deep_swapper_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]
 
 def _build_deep_swapper(context: StageContext) -> FaceProcessor:
     options = context.config.deep_swap
-    try:
-        return DeepSwapProcessor(context.pool, options, context.masker, context.batcher)
-    except ValueError as exc:
-        raise UsageError(detail=f"--deep-swapper-model {options.model}: {exc}") from exc
+    return _checked("deep-swapper-model", options.model,
+                    lambda: DeepSwapProcessor(context.pool, options, context.masker, context.batcher))
 
 
 def _age_modifier_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
@@ -131,10 +136,8 @@ def _age_modifier_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]
 
 def _build_age_modifier(context: StageContext) -> FaceProcessor:
     options = context.config.age_modifier
-    try:
-        return AgeModifierProcessor(context.pool, options, context.masker.for_enhancer(), context.batcher)
-    except ValueError as exc:
-        raise UsageError(detail=f"--age-modifier-model {options.age_modifier_model}: {exc}") from exc
+    return _checked("age-modifier-model", options.age_modifier_model,
+                    lambda: AgeModifierProcessor(context.pool, options, context.masker.for_enhancer(), context.batcher))
 
 
 def _frame_colorizer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
@@ -143,10 +146,8 @@ def _frame_colorizer_models(config: RunConfig, catalog: Catalog) -> tuple[str, .
 
 def _build_frame_colorizer(context: StageContext) -> FrameProcessor:
     options = context.config.frame_colorizer
-    try:
-        return FrameColorizer(context.pool, options)
-    except ValueError as exc:
-        raise UsageError(detail=f"--frame-colorizer-model {options.frame_colorizer_model}: {exc}") from exc
+    return _checked("frame-colorizer-model", options.frame_colorizer_model,
+                    lambda: FrameColorizer(context.pool, options))
 
 
 def _restorer_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
@@ -181,10 +182,8 @@ def _build_lip_syncer(context: StageContext) -> FaceProcessor:
         separate = VoiceExtractor(partial(context.batcher.run, extractor))
     voice = read_sound(sound, separate)
     assert sound is not None
-    try:
-        return LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, sound, context.batcher)
-    except ValueError as exc:
-        raise UsageError(detail=f"--lip-syncer-model {config.lip_sync.lip_syncer_model}: {exc}") from exc
+    return _checked("lip-syncer-model", config.lip_sync.lip_syncer_model,
+                    lambda: LipSyncProcessor(context.pool, config.lip_sync, config.masks, voice, sound, context.batcher))
 
 
 def _background_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
