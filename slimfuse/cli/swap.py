@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         found, chosen = summary["faces_found"], summary["faces_swapped"]
         done = "swapped" if config.needs_source else "processed"  # a chain without the face swapper changes, not swaps
-        LOG.info(f"{args.target}: {found} face{'s' * (found != 1)} found, {chosen} {done}")
+        if found:
+            LOG.info(f"{args.target}: {found} face{'s' * (found != 1)} found, {chosen} {done}")
+        else:  # a run without faces got here only with frame stages alone
+            LOG.info(f"{args.target}: {', '.join(config.stages)} applied")
     print(result.output)
     return 0

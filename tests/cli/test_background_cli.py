@@ -33,10 +33,10 @@ def _alpha_frames(path: Path) -> list[np.ndarray]:
                 for frame in decoder.decode(packet)]
 
 
-def test_a_transparent_png(tmp_path: Path, grace_hopper_path: Path) -> None:
+def test_a_transparent_png(tmp_path: Path, grace_hopper_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     output = tmp_path / "cut.png"
-    assert main(["swap", "--processors", "background_remover", "-t", str(grace_hopper_path), "-o", str(output),
-                 "--quiet"]) == 0
+    assert main(["swap", "--processors", "background_remover", "-t", str(grace_hopper_path), "-o", str(output)]) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"slimfuse: {grace_hopper_path}: background_remover applied"
     with Image.open(output) as image:
         assert image.mode == "RGBA"
         rgba = np.asarray(image)
