@@ -21,10 +21,12 @@ from slimfuse.processors.base import FaceProcessor, FrameProcessor
 from slimfuse.processors.enhance import EnhanceProcessor
 from slimfuse.processors.frame_enhance import FrameEnhanceOptions, FrameEnhancer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
+from slimfuse.processors.mesh_swap import EyeLandmarker
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
 
 StageKind = Literal["face", "frame"]
+EYE_MODEL = "iris_landmark"  # the mesh swapper's lid lines
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def _with_companions(model: str, catalog: Catalog) -> tuple[str, ...]:
 
 def _swapper_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     if not config.swap.neural:
-        return ()
+        return (EYE_MODEL,)
     return (*_with_companions(config.swap.face_swapper_model, catalog), *FaceMasker.models_for(config.masks))
 
 
@@ -67,7 +69,8 @@ def _build_swapper(context: StageContext) -> FaceProcessor:
     swap = context.config.swap
     try:
         if not swap.neural:
-            return MeshSwapProcessor(context.topology, swap, context.face_size)
+            return MeshSwapProcessor(context.topology, swap, context.face_size,
+                                     EyeLandmarker(context.pool.session(EYE_MODEL)))
         return OnnxSwapProcessor(context.pool, swap, context.pixel_boost, context.masker, context.batcher)
     except ValueError as exc:
         raise UsageError(detail=f"--face-swapper-model {swap.face_swapper_model}: {exc}") from exc

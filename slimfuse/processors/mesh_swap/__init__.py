@@ -33,8 +33,9 @@ crop's, bit for bit. What only the code tunes is `MeshTuning` (tuning.py).
 """
 from __future__ import annotations
 
+from slimfuse.processors.mesh_swap.eyes import EyeLandmarker
 from slimfuse.processors.mesh_swap.source import SourceFace
 from slimfuse.processors.mesh_swap.swapper import MeshSwapper, SwapLayers
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
-__all__ = ["MeshSwapper", "MeshTuning", "SourceFace", "SwapLayers"]
+__all__ = ["EyeLandmarker", "MeshSwapper", "MeshTuning", "SourceFace", "SwapLayers"]

@@ -12,6 +12,7 @@ from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_col
 from slimfuse.processors.mesh_swap.composition import (
     blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
+from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker, eye_opening
 from slimfuse.processors.mesh_swap.geometry import Region, affine_tables, face_region, remap_keeping_grain, warp_source
 from slimfuse.processors.mesh_swap.glasses import occluders, without_glasses
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
@@ -76,13 +77,15 @@ class Rendered:
 
 
 class MeshSwapper:
-    """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`."""
+    """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`; `eyes` (the iris model)
+    moves both faces' lid rings to the lid lines it sees (without it, FaceMesh's rings are used)."""
 
     def __init__(self, topology: MeshTopology, options: SwapOptions = SwapOptions(),
-                 tuning: MeshTuning = MeshTuning()) -> None:
+                 tuning: MeshTuning = MeshTuning(), eyes: EyeLandmarker | None = None) -> None:
         self.topology = topology
         self.options = options
         self.tuning = tuning
+        self.eyes = eyes
         self.mesh = SwapMesh.of(topology)
         self.shape_transfer = ShapeTransfer.of(self.mesh, options, tuning)
 
@@ -91,6 +94,8 @@ class MeshSwapper:
         `tuning.max_source_face`, its glasses removed if the options say so, and build its pyramid.
         image: RGB uint8; landmarks: (468, 3) pixels."""
         crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
+        if self.eyes is not None:
+            local = self.eyes.refined(crop, local)
         if self.options.remove_source_glasses:
             crop = without_glasses(crop, local, self.mesh, self.tuning)
         return SourceFace(image=crop, landmarks=local)
@@ -118,6 +123,8 @@ class MeshSwapper:
         if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
         target_landmarks = checked_landmarks(landmarks)
+        if self.eyes is not None:
+            target_landmarks = self.eyes.refined(crop, target_landmarks)
         region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
         if region is None:
             return None
@@ -129,7 +136,10 @@ class MeshSwapper:
             return None
         keep_lips = (self.options.keep_mouth and self.mesh.mouth_closed(target_landmarks, frame, tuning.closed_mouth)
                      and not scaled.mesh.mouth_closed)
-        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips), footprint, frame, scaled)
+        held_eyes = tuple(eye for eye in EYE_CONTOURS if eye_opening(target_landmarks, eye)
+                          < tuning.held_eye_opening * eye_opening(scaled.mesh.vertices, eye))
+        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes), footprint, frame,
+                             scaled)
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
@@ -149,15 +159,17 @@ class MeshSwapper:
                          trust=trust[window], outer=outer[window], border=border[window])
 
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
-                keep_lips: bool) -> Rendered:
-        """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips), the source warped
-        onto it, and the target's pixels and the footprint's maps moved along."""
+                keep_lips: bool, held_eyes: tuple[str, ...]) -> Rendered:
+        """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips; `held_eyes`: their
+        lids with their corners only), the source warped onto it, and the target's pixels and the footprint's maps
+        moved along."""
         region, tuning = footprint.region, self.tuning
-        shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips)
-                 if tuning.shape_transfer > 0 else None)
+        shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips,
+                                                  held_eyes) if tuning.shape_transfer > 0 else None)
         to_source, to_shift = affine_tables(self.mesh.triangles, region.vertices, scaled.mesh.corners, shift,
                                             footprint.drawable)
-        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, self.options, tuning)
+        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, held_eyes, self.options,
+                            tuning)
         not_skin, damping = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
         original = target = region.of(crop)
         triangle_ids, trust = footprint.triangle_ids, footprint.trust
