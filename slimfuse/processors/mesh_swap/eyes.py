@@ -1,9 +1,10 @@
-"""Eyes: each eye's lid line as MediaPipe's iris model sees it, and how open each eye is.
+"""Eyes: each eye's lid line as MediaPipe's iris model sees it, how open each eye is, and which target eyes are more
+closed than the source's.
 
 FaceMesh hardly sees closed eyes (its lid rings stay about two thirds open on a shut eye); the iris model, run on a
-64-px crop of each eye, does. Its 16 eye-contour points replace the mesh's lid rings, as MediaPipe's own refined
-face mesh does, so the source's lids are warped to the target's lid line; an eye's opening is its contour's area
-over its width squared."""
+64-px crop of an eye, does. An eye's opening is its contour's area over its width squared. A target eye more closed
+than the source's gets the iris model's contour as its lid ring (as MediaPipe's own refined face mesh does), so the
+source's lids are warped to the target's lid line; the other eyes keep FaceMesh's rings."""
 from __future__ import annotations
 
 import math
@@ -32,49 +33,63 @@ _OUTLINE = (*range(9), *range(15, 8, -1))  # the contour as a polygon: the lower
 
 @dataclass(frozen=True, eq=False)
 class EyeLandmarker:
-    """MediaPipe's iris model (`iris_landmark`) on each eye of a face."""
+    """MediaPipe's iris model (`iris_landmark`) on the eyes of a face."""
 
     session: Session
 
-    def refined(self, image: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
-        """`landmarks` (468, 3) in `image`'s pixels (RGB uint8) with both lid rings moved to the iris model's eye
-        contour (x and y; z kept), float32. An eye whose contour strays from the mesh's corners (an eye the model
-        cannot see: hidden, or seen edge-on) keeps the mesh's ring."""
-        points = np.array(landmarks, dtype=np.float32)
-        for name, indices in EYE_CONTOURS.items():
-            ring = points[list(indices), :2].astype(np.float64)
-            contour = self._contour(image, ring, mirrored=name == "left_eye")
-            width = float(np.linalg.norm(ring[8] - ring[0]))
-            drift = max(float(np.linalg.norm(contour[i] - ring[i])) for i in (0, 8))
-            if drift <= CORNER_DRIFT * width:
-                points[list(indices), :2] = contour
-        return points
-
-    def _contour(self, image: np.ndarray, ring: np.ndarray, mirrored: bool) -> np.ndarray:
-        """The eye's 16 contour points in image pixels, from a level crop around the corners of the mesh's `ring`
-        (EYE_CONTOURS order)."""
-        outer, inner = ring[0], ring[8]
-        left, right = (inner, outer) if mirrored else (outer, inner)
-        angle = math.atan2(right[1] - left[1], right[0] - left[0])
-        side = max(EYE_CROP_SCALE * float(np.linalg.norm(right - left)), 4.0)
-        matrix = rotated_square((left + right) / 2, side, angle, EYE_CROP)
+    def contour(self, image: np.ndarray, landmarks: np.ndarray, eye: str) -> np.ndarray | None:
+        """The eye's 16 contour points (EYE_CONTOURS order) in `image`'s pixels (RGB uint8), from a level crop
+        around the corners of the mesh's ring in `landmarks` (468, >= 2); None where the contour strays from those
+        corners (an eye the model cannot see: hidden, or seen edge-on)."""
+        ring = np.asarray(landmarks, dtype=np.float64)[list(EYE_CONTOURS[eye]), :2]
+        mirrored = eye == "left_eye"
+        left, right = (ring[8], ring[0]) if mirrored else (ring[0], ring[8])
+        width = float(np.linalg.norm(right - left))
+        matrix = rotated_square((left + right) / 2, max(EYE_CROP_SCALE * width, 4.0),
+                                math.atan2(right[1] - left[1], right[0] - left[0]), EYE_CROP)
         crop = cv2.warpAffine(image, matrix, (EYE_CROP, EYE_CROP), flags=cv2.INTER_LINEAR,
                               borderMode=cv2.BORDER_REPLICATE)
         if mirrored:
             crop = crop[:, ::-1]
         tensor = (np.ascontiguousarray(crop).astype(np.float32) / np.float32(255.0))[None]
-        contour = self.session.run(None, {"input_1": tensor})[0].reshape(-1, 3)[:CONTOUR_POINTS, :2].astype(np.float64)
+        found = self.session.run(None, {"input_1": tensor})[0].reshape(-1, 3)[:CONTOUR_POINTS, :2].astype(np.float64)
         if mirrored:
-            contour[:, 0] = EYE_CROP - contour[:, 0]
+            found[:, 0] = EYE_CROP - found[:, 0]
         back = cv2.invertAffineTransform(matrix)
-        return contour @ back[:, :2].T + back[:, 2]
+        found = found @ back[:, :2].T + back[:, 2]
+        drift = max(float(np.linalg.norm(found[i] - ring[i])) for i in (0, 8))
+        return found if drift <= CORNER_DRIFT * width else None
+
+    def openings(self, image: np.ndarray, landmarks: np.ndarray) -> tuple[float, float]:
+        """Each eye's opening (EYE_CONTOURS order) by the model's contour, or by the mesh's ring where the contour
+        is not usable."""
+        found = [self.contour(image, landmarks, eye) for eye in EYE_CONTOURS]
+        right, left = (contour_opening(np.asarray(landmarks)[list(EYE_CONTOURS[eye]), :2] if seen is None else seen)
+                       for eye, seen in zip(EYE_CONTOURS, found, strict=True))
+        return right, left
 
 
-def eye_opening(landmarks: np.ndarray, name: str) -> float:
-    """How open an eye is: its contour's area over its corner distance squared (about 0.25 open, under 0.1 shut)."""
-    contour = np.asarray(landmarks, dtype=np.float64)[list(EYE_CONTOURS[name]), :2]
-    width = float(np.linalg.norm(contour[8] - contour[0]))
-    outline = contour[list(_OUTLINE)]
+def closing_eyes(eyes: EyeLandmarker, image: np.ndarray, landmarks: np.ndarray, source_openings: tuple[float, float],
+                 held_opening: float) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The target eyes more closed than the source's: those whose opening by the model is under `held_opening` of
+    the source's (`source_openings`); and the target's `landmarks` (float32) with their lid rings moved to the
+    model's contour."""
+    points = np.array(landmarks, dtype=np.float32)
+    held = []
+    for eye, source_opening in zip(EYE_CONTOURS, source_openings, strict=True):
+        contour = eyes.contour(image, points, eye)
+        if contour is not None and contour_opening(contour) < held_opening * source_opening:
+            points[list(EYE_CONTOURS[eye]), :2] = contour
+            held.append(eye)
+    return points, tuple(held)
+
+
+def contour_opening(contour: np.ndarray) -> float:
+    """How open an eye is by its 16 contour points (EYE_CONTOURS order): the area over the corner distance squared
+    (about 0.25 open, under 0.1 shut)."""
+    points = np.asarray(contour, dtype=np.float64)[:, :2]
+    width = float(np.linalg.norm(points[8] - points[0]))
+    outline = points[list(_OUTLINE)]
     x, y = outline[:, 0], outline[:, 1]
     area = 0.5 * abs(float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)))
     return area / max(width * width, 1e-9)

@@ -12,7 +12,7 @@ from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_col
 from slimfuse.processors.mesh_swap.composition import (
     blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
-from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker, eye_opening
+from slimfuse.processors.mesh_swap.eyes import EyeLandmarker, closing_eyes
 from slimfuse.processors.mesh_swap.geometry import Region, affine_tables, face_region, remap_keeping_grain, warp_source
 from slimfuse.processors.mesh_swap.glasses import occluders, without_glasses
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
@@ -78,7 +78,8 @@ class Rendered:
 
 class MeshSwapper:
     """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`; `eyes` (the iris model)
-    moves both faces' lid rings to the lid lines it sees (without it, FaceMesh's rings are used)."""
+    finds the target eyes more closed than the source's, which keep their lid line (without it, every eye is
+    the source's)."""
 
     def __init__(self, topology: MeshTopology, options: SwapOptions = SwapOptions(),
                  tuning: MeshTuning = MeshTuning(), eyes: EyeLandmarker | None = None) -> None:
@@ -94,11 +95,10 @@ class MeshSwapper:
         `tuning.max_source_face`, its glasses removed if the options say so, and build its pyramid.
         image: RGB uint8; landmarks: (468, 3) pixels."""
         crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
-        if self.eyes is not None:
-            local = self.eyes.refined(crop, local)
+        openings = None if self.eyes is None else self.eyes.openings(crop, local)
         if self.options.remove_source_glasses:
             crop = without_glasses(crop, local, self.mesh, self.tuning)
-        return SourceFace(image=crop, landmarks=local)
+        return SourceFace(image=crop, landmarks=local, eye_openings=openings)
 
     def swap_crop(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> tuple[np.ndarray, np.ndarray]:
         """Swap the face in `crop` (RGB uint8) whose FaceMesh `landmarks` (468, 3) are in crop pixels.
@@ -123,21 +123,21 @@ class MeshSwapper:
         if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
         target_landmarks = checked_landmarks(landmarks)
-        if self.eyes is not None:
-            target_landmarks = self.eyes.refined(crop, target_landmarks)
+        tuning = self.tuning
+        held_eyes: tuple[str, ...] = ()
+        if self.eyes is not None and source.eye_openings is not None:
+            target_landmarks, held_eyes = closing_eyes(self.eyes, crop, target_landmarks, source.eye_openings,
+                                                       tuning.held_eye_opening)
         region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
         if region is None:
             return None
         frame = self.mesh.face_frame(target_landmarks)
-        tuning = self.tuning
         scaled = scaled_source(source, target_landmarks, self.mesh, tuning.magnify_sharpen, tuning.closed_mouth)
         footprint = self._footprint(region, frame, scaled)
         if footprint is None:
             return None
         keep_lips = (self.options.keep_mouth and self.mesh.mouth_closed(target_landmarks, frame, tuning.closed_mouth)
                      and not scaled.mesh.mouth_closed)
-        held_eyes = tuple(eye for eye in EYE_CONTOURS if eye_opening(target_landmarks, eye)
-                          < tuning.held_eye_opening * eye_opening(scaled.mesh.vertices, eye))
         return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes), footprint, frame,
                              scaled)
 
