@@ -530,8 +530,7 @@ def test_remove_source_glasses_inpaints_the_rims_from_the_skin(topology, faces) 
 def _shut_right_eye(image: np.ndarray, landmarks: np.ndarray, eyes: EyeLandmarker) -> np.ndarray:
     """The portrait with its right eye (image left) painted shut: the eye and a margin filled with the skin just
     above it, softened, and a dark lash line along the lower lid."""
-    ring = eyes.contour(image, landmarks, "right_eye")
-    assert ring is not None
+    ring = eyes.lid_lines(image, landmarks)[0][list(EYE_CONTOURS["right_eye"]), :2]
     width = float(np.linalg.norm(ring[8] - ring[0]))
     mask = np.zeros(image.shape[:2], np.uint8)
     cv2.fillPoly(mask, [np.round(ring[[*range(9), *range(15, 8, -1)]]).astype(np.int32)], 255)
@@ -550,7 +549,7 @@ def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, face
     image, landmarks = faces["astronaut"]
     shut = _shut_right_eye(image, landmarks, eyes)
     shut_landmarks = analyser.faces(shut)[0].landmarks
-    right, left = eyes.openings(shut, shut_landmarks)
+    right, left = eyes.lid_lines(shut, shut_landmarks)[1]
     # FaceMesh's ring hardly closes on the shut eye; the iris model's contour does, and leaves the open one open.
     assert contour_opening(shut_landmarks[list(EYE_CONTOURS["right_eye"])]) > 0.15
     assert right < 0.1 and left > 0.2
@@ -560,7 +559,7 @@ def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, face
         swapper = MeshSwapper(topology, eyes=lid_lines)
         out, alpha = swapper.swap_crop(crop, crop_landmarks, swapper.prepare_source(*faces["grace_hopper"]))
         swapped = paste_back(shut, out, alpha, matrix)
-        openings[lid_lines is None] = eyes.openings(swapped, analyser.faces(swapped)[0].landmarks)
+        openings[lid_lines is None] = eyes.lid_lines(swapped, analyser.faces(swapped)[0].landmarks)[1]
     # With FaceMesh's rings alone the source's open eye comes in; with the lid lines the shut eye stays shut.
     assert openings[True][0] > 0.15
     assert openings[False][0] < 0.1 and openings[False][1] > 0.15

@@ -1,10 +1,9 @@
-"""Eyes: each eye's lid line as MediaPipe's iris model sees it, how open each eye is, and which target eyes are more
-closed than the source's.
+"""Eyes: each eye's lid line as MediaPipe's iris model sees it, and how open each eye is.
 
 FaceMesh hardly sees closed eyes (its lid rings stay about two thirds open on a shut eye); the iris model, run on a
-64-px crop of an eye, does. An eye's opening is its contour's area over its width squared. A target eye more closed
-than the source's gets the iris model's contour as its lid ring (as MediaPipe's own refined face mesh does), so the
-source's lids are warped to the target's lid line; the other eyes keep FaceMesh's rings."""
+64-px crop of an eye, does. Its 16 eye-contour points replace the mesh's lid rings of both faces, as MediaPipe's own
+refined face mesh does, so the source's lids are warped to the target's lid line. An eye's opening is its contour's
+area over its width squared."""
 from __future__ import annotations
 
 import math
@@ -60,28 +59,16 @@ class EyeLandmarker:
         drift = max(float(np.linalg.norm(found[i] - ring[i])) for i in (0, 8))
         return found if drift <= CORNER_DRIFT * width else None
 
-    def openings(self, image: np.ndarray, landmarks: np.ndarray) -> tuple[float, float]:
-        """Each eye's opening (EYE_CONTOURS order) by the model's contour, or by the mesh's ring where the contour
-        is not usable."""
-        found = [self.contour(image, landmarks, eye) for eye in EYE_CONTOURS]
-        right, left = (contour_opening(np.asarray(landmarks)[list(EYE_CONTOURS[eye]), :2] if seen is None else seen)
-                       for eye, seen in zip(EYE_CONTOURS, found, strict=True))
-        return right, left
-
-
-def closing_eyes(eyes: EyeLandmarker, image: np.ndarray, landmarks: np.ndarray, source_openings: tuple[float, float],
-                 held_opening: float) -> tuple[np.ndarray, tuple[str, ...]]:
-    """The target eyes more closed than the source's: those whose opening by the model is under `held_opening` of
-    the source's (`source_openings`); and the target's `landmarks` (float32) with their lid rings moved to the
-    model's contour."""
-    points = np.array(landmarks, dtype=np.float32)
-    held = []
-    for eye, source_opening in zip(EYE_CONTOURS, source_openings, strict=True):
-        contour = eyes.contour(image, points, eye)
-        if contour is not None and contour_opening(contour) < held_opening * source_opening:
-            points[list(EYE_CONTOURS[eye]), :2] = contour
-            held.append(eye)
-    return points, tuple(held)
+    def lid_lines(self, image: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+        """`landmarks` (468, 3) with each lid ring moved to the model's contour where it is usable (float32), and
+        each eye's opening (EYE_CONTOURS order) by those rings."""
+        points = np.array(landmarks, dtype=np.float32)
+        for eye, ring in EYE_CONTOURS.items():
+            contour = self.contour(image, points, eye)
+            if contour is not None:
+                points[list(ring), :2] = contour
+        right, left = (contour_opening(points[list(ring), :2]) for ring in EYE_CONTOURS.values())
+        return points, (right, left)
 
 
 def contour_opening(contour: np.ndarray) -> float:

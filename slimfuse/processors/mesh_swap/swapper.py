@@ -12,7 +12,7 @@ from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_col
 from slimfuse.processors.mesh_swap.composition import (
     blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
-from slimfuse.processors.mesh_swap.eyes import EyeLandmarker, closing_eyes
+from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.geometry import Region, affine_tables, face_region, remap_keeping_grain, warp_source
 from slimfuse.processors.mesh_swap.glasses import occluders, without_glasses
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
@@ -78,8 +78,8 @@ class Rendered:
 
 class MeshSwapper:
     """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`; `eyes` (the iris model)
-    finds the target eyes more closed than the source's, which keep their lid line (without it, every eye is
-    the source's)."""
+    puts both faces' lid rings on the lid lines it sees, and the target eyes more closed than the source's keep
+    their opening and lid line (without it, FaceMesh's rings are used and every eye is the source's)."""
 
     def __init__(self, topology: MeshTopology, options: SwapOptions = SwapOptions(),
                  tuning: MeshTuning = MeshTuning(), eyes: EyeLandmarker | None = None) -> None:
@@ -95,7 +95,9 @@ class MeshSwapper:
         `tuning.max_source_face`, its glasses removed if the options say so, and build its pyramid.
         image: RGB uint8; landmarks: (468, 3) pixels."""
         crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
-        openings = None if self.eyes is None else self.eyes.openings(crop, local)
+        openings = None
+        if self.eyes is not None:
+            local, openings = self.eyes.lid_lines(crop, local)
         if self.options.remove_source_glasses:
             crop = without_glasses(crop, local, self.mesh, self.tuning)
         return SourceFace(image=crop, landmarks=local, eye_openings=openings)
@@ -125,9 +127,14 @@ class MeshSwapper:
         target_landmarks = checked_landmarks(landmarks)
         tuning = self.tuning
         held_eyes: tuple[str, ...] = ()
+        shut_eyes: tuple[str, ...] = ()
         if self.eyes is not None and source.eye_openings is not None:
-            target_landmarks, held_eyes = closing_eyes(self.eyes, crop, target_landmarks, source.eye_openings,
-                                                       tuning.held_eye_opening)
+            target_landmarks, openings = self.eyes.lid_lines(crop, target_landmarks)
+            held_eyes = tuple(eye for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
+                                                                         strict=True)
+                              if opening < tuning.held_eye_opening * source_opening)
+            shut_eyes = tuple(eye for eye, opening in zip(EYE_CONTOURS, openings, strict=True)
+                              if eye in held_eyes and opening < tuning.shut_eye_opening)
         region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
         if region is None:
             return None
@@ -138,8 +145,8 @@ class MeshSwapper:
             return None
         keep_lips = (self.options.keep_mouth and self.mesh.mouth_closed(target_landmarks, frame, tuning.closed_mouth)
                      and not scaled.mesh.mouth_closed)
-        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes), footprint, frame,
-                             scaled)
+        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes, shut_eyes), footprint,
+                             frame, scaled)
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
@@ -159,16 +166,16 @@ class MeshSwapper:
                          trust=trust[window], outer=outer[window], border=border[window])
 
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
-                keep_lips: bool, held_eyes: tuple[str, ...]) -> Rendered:
+                keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
         """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips; `held_eyes`: their
-        lids with their corners only), the source warped onto it, and the target's pixels and the footprint's maps
-        moved along."""
+        lids with their corners only), the source warped onto it (not on the lid lines of `shut_eyes`), and the
+        target's pixels and the footprint's maps moved along."""
         region, tuning = footprint.region, self.tuning
         shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips,
                                                   held_eyes) if tuning.shape_transfer > 0 else None)
         to_source, to_shift = affine_tables(self.mesh.triangles, region.vertices, scaled.mesh.corners, shift,
                                             footprint.drawable)
-        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, held_eyes, self.options,
+        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut_eyes, self.options,
                             tuning)
         not_skin, damping = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
         original = target = region.of(crop)
