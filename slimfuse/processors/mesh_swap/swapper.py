@@ -124,17 +124,8 @@ class MeshSwapper:
         """The intermediate images of `swap_crop` (before blending), or None if no face pixel is covered."""
         if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
-        target_landmarks = checked_landmarks(landmarks)
+        target_landmarks, held_eyes, shut_eyes = self._lid_lines(crop, checked_landmarks(landmarks), source)
         tuning = self.tuning
-        held_eyes: tuple[str, ...] = ()
-        shut_eyes: tuple[str, ...] = ()
-        if self.eyes is not None and source.eye_openings is not None:
-            target_landmarks, openings = self.eyes.lid_lines(crop, target_landmarks)
-            held_eyes = tuple(eye for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
-                                                                         strict=True)
-                              if opening < tuning.held_eye_opening * source_opening)
-            shut_eyes = tuple(eye for eye, opening in zip(EYE_CONTOURS, openings, strict=True)
-                              if eye in held_eyes and opening < tuning.shut_eye_opening)
         region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
         if region is None:
             return None
@@ -147,6 +138,22 @@ class MeshSwapper:
                      and not scaled.mesh.mouth_closed)
         return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes, shut_eyes), footprint,
                              frame, scaled)
+
+    def _lid_lines(self, crop: np.ndarray, landmarks: np.ndarray,
+                   source: SourceFace) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
+        """The target's `landmarks` with its lid rings on the lid lines the iris model sees; the eyes less open than
+        `held_eye_opening` of the source's, which keep their opening; and those of them that are shut (under
+        `shut_eye_opening`), which keep their own lid line. Without the model (or a source measured by it): the
+        landmarks as they are, and no such eyes."""
+        if self.eyes is None or source.eye_openings is None:
+            return landmarks, (), ()
+        landmarks, openings = self.eyes.lid_lines(crop, landmarks)
+        tuning = self.tuning
+        held = [(eye, opening) for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
+                                                                       strict=True)
+                if opening < tuning.held_eye_opening * source_opening]
+        return (landmarks, tuple(eye for eye, _ in held),
+                tuple(eye for eye, opening in held if opening < tuning.shut_eye_opening))
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
