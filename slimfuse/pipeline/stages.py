@@ -29,12 +29,14 @@ from slimfuse.processors.lip_sync import LipSyncProcessor, read_sound
 from slimfuse.processors.live_portrait.editor import FaceEditor
 from slimfuse.processors.live_portrait.restorer import ExpressionRestorer
 from slimfuse.processors.mesh_processor import MeshSwapProcessor
+from slimfuse.processors.mesh_swap import EyeLandmarker
 from slimfuse.processors.onnx_swap import OnnxSwapProcessor
 from slimfuse.processors.paste_masks import FaceMasker
 from slimfuse.processors.voice_extract import VoiceExtractor
 
 StageKind = Literal["face", "frame"]
 Built = TypeVar("Built")
+EYE_MODEL = "iris_landmark"  # the mesh swapper's lid lines
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def _with_companions(model: str, catalog: Catalog) -> tuple[str, ...]:
 
 def _swapper_models(config: RunConfig, catalog: Catalog) -> tuple[str, ...]:
     if not config.swap.neural:
-        return ()
+        return (EYE_MODEL,)
     return (*_with_companions(config.swap.face_swapper_model, catalog), *FaceMasker.models_for(config.masks))
 
 
@@ -86,7 +88,8 @@ def _build_swapper(context: StageContext) -> FaceProcessor:
     swap = context.config.swap
     if not swap.neural:
         return _checked("face-swapper-model", swap.face_swapper_model,
-                        lambda: MeshSwapProcessor(context.topology, swap, context.face_size))
+                        lambda: MeshSwapProcessor(context.topology, swap, context.face_size,
+                                                  EyeLandmarker(context.pool.session(EYE_MODEL))))
     return _checked("face-swapper-model", swap.face_swapper_model,
                     lambda: OnnxSwapProcessor(context.pool, swap, context.pixel_boost, context.masker, context.batcher))
 

@@ -13,12 +13,13 @@ from slimfuse.faces.analyse import frontalness
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.faces.types import Face
 from slimfuse.processors.base import CROP_CONTEXT, FaceCrop, Processed, SourcePhoto, upright_crop
-from slimfuse.processors.mesh_swap import MeshSwapper, SourceFace
+from slimfuse.processors.mesh_swap import EyeLandmarker, MeshSwapper, SourceFace
 
 
 class MeshSwapProcessor:
-    def __init__(self, topology: MeshTopology, options: SwapOptions, max_face_size: int) -> None:
-        self.swapper = MeshSwapper(topology, options)
+    def __init__(self, topology: MeshTopology, options: SwapOptions, max_face_size: int,
+                 eyes: EyeLandmarker | None = None) -> None:
+        self.swapper = MeshSwapper(topology, options, eyes=eyes)
         self.max_face_size = max_face_size
         self.preparation_models: tuple[str, ...] = ()
         self.generator_models: tuple[str, ...] = ()
@@ -32,7 +33,8 @@ class MeshSwapProcessor:
         preparation does not depend on the mouth)."""
         swapper = self.swapper
         if keep != swapper.options.keep_mouth:
-            self.swapper = MeshSwapper(swapper.topology, replace(swapper.options, keep_mouth=keep), swapper.tuning)
+            self.swapper = MeshSwapper(swapper.topology, replace(swapper.options, keep_mouth=keep), swapper.tuning,
+                                       swapper.eyes)
 
     def prepare(self, sources: Sequence[SourcePhoto]) -> SourceFace:
         # The source photo itself (prepare_source cuts it out on whole pixels and scales it only when the face is

@@ -118,6 +118,25 @@ def test_one_face_measured_after_a_real_swap(judge: FaceJudge, astronaut: np.nda
     assert min(record.eyes_output) > fm.CLOSED_EYE  # open eyes stay open
 
 
+@pytest.mark.slow
+def test_closed_eyes_under_make_up_stay_closed_under_the_astronauts_open_ones(
+        judge: FaceJudge, development_photos: dict[str, np.ndarray], astronaut: np.ndarray) -> None:
+    sofa = development_photos["sample2"]
+    closed = max(judge.faces(sofa), key=lambda f: f.box[0])  # the right one: both lids down, lined and shaded
+    swap = Swapper()
+    try:
+        bench = rp.RealPhotoBench(judge, swap, {"astronaut": astronaut})
+        output = bench.swapped("astronaut", sofa)
+        record = bench.measure(rp.Target("sample2", "original", sofa), "astronaut", output, closed,
+                               judge.descriptor(sofa, closed.box))
+    finally:
+        swap.close()
+    assert max(record.eyes_target) < fm.CLOSED_EYE
+    # The astronaut's eyes (about 0.3) used to come in wide open (0.32 and 0.27); the target's lid line stays.
+    assert max(record.eyes_output) < fm.CLOSED_EYE
+    assert record.carries_source
+
+
 def test_without_npm_the_section_says_why_it_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("SLIMFUSE_HOME", str(tmp_path / "home"))  # nothing cached

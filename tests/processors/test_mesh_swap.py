@@ -19,7 +19,8 @@ from slimfuse.processors.blend import paste_back
 from slimfuse.processors.mesh_masks import polygons_signed_distance
 from slimfuse.config import SwapOptions
 from slimfuse.errors import UsageError
-from slimfuse.processors.mesh_swap import MeshSwapper, MeshTuning, SourceFace
+from slimfuse.processors.mesh_swap import EyeLandmarker, MeshSwapper, MeshTuning, SourceFace
+from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, contour_opening
 
 # ------------------------------------------------------------------------------------------------ fixtures
 
@@ -524,3 +525,41 @@ def test_remove_source_glasses_inpaints_the_rims_from_the_skin(topology, faces) 
     mouth = np.round(plain.landmarks[list(topology.lips_outer), :2]).astype(int)
     (x0, y0), (x1, y1) = mouth.min(0), mouth.max(0)
     assert np.array_equal(removed.image[y0:y1, x0:x1], kept.image[y0:y1, x0:x1])
+
+
+def _shut_right_eye(image: np.ndarray, landmarks: np.ndarray, eyes: EyeLandmarker) -> np.ndarray:
+    """The portrait with its right eye (image left) painted shut: the eye and a margin filled with the skin just
+    above it, softened, and a dark lash line along the lower lid."""
+    ring = eyes.lid_lines(image, landmarks)[0][list(EYE_CONTOURS["right_eye"]), :2]
+    width = float(np.linalg.norm(ring[8] - ring[0]))
+    mask = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillPoly(mask, [np.round(ring[[*range(9), *range(15, 8, -1)]]).astype(np.int32)], 255)
+    mask = cv2.dilate(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (int(width * 0.25) | 1,) * 2))
+    lifted = cv2.warpAffine(mask, np.float32([[1, 0, 0], [0, 1, -0.35 * width]]), mask.shape[::-1])
+    shut = image.copy()
+    shut[mask > 0] = np.median(image[(lifted > 0) & (mask == 0)], axis=0)
+    shut = np.where(mask[..., None] > 0, cv2.GaussianBlur(shut, (0, 0), 2), shut)
+    cv2.polylines(shut, [np.round(ring[:9]).astype(np.int32)], False, (40, 30, 30), max(2, int(width * 0.06)),
+                  cv2.LINE_AA)
+    return shut
+
+
+def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, faces, pool) -> None:
+    eyes, analyser = EyeLandmarker(pool.session("iris_landmark")), FaceAnalyser(pool)
+    image, landmarks = faces["astronaut"]
+    shut = _shut_right_eye(image, landmarks, eyes)
+    shut_landmarks = analyser.faces(shut)[0].landmarks
+    right, left = eyes.lid_lines(shut, shut_landmarks)[1]
+    # FaceMesh's ring hardly closes on the shut eye; the iris model's contour does, and leaves the open one open.
+    assert contour_opening(shut_landmarks[list(EYE_CONTOURS["right_eye"])]) > 0.15
+    assert right < 0.1 and left > 0.2
+    crop, crop_landmarks, matrix = face_crop(shut, shut_landmarks)
+    openings = {}
+    for lid_lines in (None, eyes):
+        swapper = MeshSwapper(topology, eyes=lid_lines)
+        out, alpha = swapper.swap_crop(crop, crop_landmarks, swapper.prepare_source(*faces["grace_hopper"]))
+        swapped = paste_back(shut, out, alpha, matrix)
+        openings[lid_lines is None] = eyes.lid_lines(swapped, analyser.faces(swapped)[0].landmarks)[1]
+    # With FaceMesh's rings alone the source's open eye comes in; with the lid lines the shut eye stays shut.
+    assert openings[True][0] > 0.15
+    assert openings[False][0] < 0.1 and openings[False][1] > 0.15

@@ -7,6 +7,9 @@ No neural generator. `MeshSwapper` (swapper.py) runs these stages for each targe
 - Source preparation (source.py): the source face cut out once (scaled down when large), its pyramid; for each target
   face, the pyramid level near the target's scale (so the texture is not aliased) or a sharpened magnified copy,
   and the source's mesh there, both kept on the `SourceFace`.
+- Eyes (eyes.py, with MediaPipe's iris model): both faces' lid rings are moved to the eye contour the iris model
+  sees (FaceMesh hardly sees a closed eye); a target eye less open than the source's keeps its opening (the shape
+  transfer moves its lids with its corners only), and a shut one its own lid line and lashes (composition).
 - Visibility (visibility.py): the target's face region is rasterised once into a triangle-id image (back-facing
   triangles first, then front-facing ones from far to near, so nearer triangles win where the face folds over
   itself). Triangles facing away from the camera are not part of the mask (target pixels stay); triangles that the
@@ -33,8 +36,9 @@ crop's, bit for bit. What only the code tunes is `MeshTuning` (tuning.py).
 """
 from __future__ import annotations
 
+from slimfuse.processors.mesh_swap.eyes import EyeLandmarker
 from slimfuse.processors.mesh_swap.source import SourceFace
 from slimfuse.processors.mesh_swap.swapper import MeshSwapper, SwapLayers
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
-__all__ = ["MeshSwapper", "MeshTuning", "SourceFace", "SwapLayers"]
+__all__ = ["EyeLandmarker", "MeshSwapper", "MeshTuning", "SourceFace", "SwapLayers"]

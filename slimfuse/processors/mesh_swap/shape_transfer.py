@@ -12,6 +12,7 @@ import numpy as np
 
 from slimfuse.config import SwapOptions
 from slimfuse.processors.mesh_masks import smoothstep
+from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS
 from slimfuse.processors.mesh_swap.geometry import per_pixel_affine
 from slimfuse.processors.mesh_swap.mesh import SwapMesh
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
@@ -48,9 +49,10 @@ class ShapeTransfer:
         return cls(mesh, weight.astype(np.float64), lips_kept.astype(np.float64), tuning)
 
     def vertex_shift(self, target_vertices: np.ndarray, source_vertices: np.ndarray, size: float,
-                     keep_lips: bool) -> np.ndarray:
+                     keep_lips: bool, held_eyes: tuple[str, ...] = ()) -> np.ndarray:
         """(V + 3, 2) float32 shift of each target vertex (hole centres last): shape_transfer * weight * (aligned
-        source - target), each at most `max_shape_shift` of the face `size`."""
+        source - target), each at most `max_shape_shift` of the face `size`. The lids of `held_eyes` move with
+        their corners only, so those eyes keep the target's opening."""
         count = self.mesh.num_vertices
         source = source_vertices[:count].astype(np.float64)
         target = target_vertices[:count].astype(np.float64)
@@ -60,6 +62,8 @@ class ShapeTransfer:
         limit = self.tuning.max_shape_shift * size
         length = np.hypot(shift[:, 0], shift[:, 1])
         shift *= np.minimum(1.0, limit / np.maximum(length, 1e-9))[:, None]
+        for eye in held_eyes:
+            lids_with_corners(shift, target[:, :2], EYE_CONTOURS[eye])
         return np.concatenate([shift, np.asarray(self.mesh.hole_centres(shift))], axis=0).astype(np.float32)
 
 
@@ -106,6 +110,16 @@ def sample_points(to_shift: np.ndarray | None, triangle_ids: np.ndarray, outer: 
     x = np.where(moved, grid_x - first[..., 0], grid_x).astype(np.float32)
     y = np.where(moved, grid_y - first[..., 1], grid_y).astype(np.float32)
     return SamplePoints(x, y, moved, True)
+
+
+def lids_with_corners(shift: np.ndarray, target: np.ndarray, contour: tuple[int, ...]) -> None:
+    """Set (in place) the shift of each point of an eye's `contour` (EYE_CONTOURS order) to its corners' shifts,
+    interpolated by where the point lies between them on the `target` (V, 2)."""
+    points = np.asarray(contour)
+    outer, inner = target[points[0]], target[points[8]]
+    axis = inner - outer
+    along = np.clip((target[points] - outer) @ axis / max(float(axis @ axis), 1e-9), 0.0, 1.0)[:, None]
+    shift[points] = (1.0 - along) * shift[points[0]] + along * shift[points[8]]
 
 
 def vertex_neighbours(triangles: np.ndarray, num_vertices: int) -> list[set[int]]:

@@ -36,12 +36,14 @@ class SourceFace:
 
     image: RGB uint8 crop holding the source face; landmarks: (468, 3) float32 in that crop's pixels.
     levels: the image and its pyrDown halvings (level k has landmarks * 0.5**k), filled in automatically.
-    face_size: the landmarks' bounding-box side in pixels, filled in automatically."""
+    face_size: the landmarks' bounding-box side in pixels, filled in automatically.
+    eye_openings: each eye's opening by the iris model (eyes.EYE_CONTOURS order), or None if not measured."""
 
     image: np.ndarray
     landmarks: np.ndarray
     levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
     face_size: float = 0.0
+    eye_openings: tuple[float, float] | None = None
     # Made on first use and kept: the magnified images by (factor, sharpen), the meshes by `source_mesh`'s key.
     _upsampled: dict[tuple[int, float], np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _meshes: dict[tuple[float, int, int], SourceMesh] = field(default_factory=dict, init=False, repr=False)

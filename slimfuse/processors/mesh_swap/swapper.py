@@ -12,6 +12,7 @@ from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_col
 from slimfuse.processors.mesh_swap.composition import (
     blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
+from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.geometry import Region, affine_tables, face_region, remap_keeping_grain, warp_source
 from slimfuse.processors.mesh_swap.glasses import occluders, without_glasses
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
@@ -76,13 +77,16 @@ class Rendered:
 
 
 class MeshSwapper:
-    """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`."""
+    """Swap faces with a fixed mesh topology: the user's `options`, the code's `tuning`; `eyes` (the iris model)
+    puts both faces' lid rings on the lid lines it sees, and the target eyes more closed than the source's keep
+    their opening and lid line (without it, FaceMesh's rings are used and every eye is the source's)."""
 
     def __init__(self, topology: MeshTopology, options: SwapOptions = SwapOptions(),
-                 tuning: MeshTuning = MeshTuning()) -> None:
+                 tuning: MeshTuning = MeshTuning(), eyes: EyeLandmarker | None = None) -> None:
         self.topology = topology
         self.options = options
         self.tuning = tuning
+        self.eyes = eyes
         self.mesh = SwapMesh.of(topology)
         self.shape_transfer = ShapeTransfer.of(self.mesh, options, tuning)
 
@@ -91,9 +95,12 @@ class MeshSwapper:
         `tuning.max_source_face`, its glasses removed if the options say so, and build its pyramid.
         image: RGB uint8; landmarks: (468, 3) pixels."""
         crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
+        openings = None
+        if self.eyes is not None:
+            local, openings = self.eyes.lid_lines(crop, local)
         if self.options.remove_source_glasses:
             crop = without_glasses(crop, local, self.mesh, self.tuning)
-        return SourceFace(image=crop, landmarks=local)
+        return SourceFace(image=crop, landmarks=local, eye_openings=openings)
 
     def swap_crop(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> tuple[np.ndarray, np.ndarray]:
         """Swap the face in `crop` (RGB uint8) whose FaceMesh `landmarks` (468, 3) are in crop pixels.
@@ -117,19 +124,36 @@ class MeshSwapper:
         """The intermediate images of `swap_crop` (before blending), or None if no face pixel is covered."""
         if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
-        target_landmarks = checked_landmarks(landmarks)
+        target_landmarks, held_eyes, shut_eyes = self._lid_lines(crop, checked_landmarks(landmarks), source)
+        tuning = self.tuning
         region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
         if region is None:
             return None
         frame = self.mesh.face_frame(target_landmarks)
-        tuning = self.tuning
         scaled = scaled_source(source, target_landmarks, self.mesh, tuning.magnify_sharpen, tuning.closed_mouth)
         footprint = self._footprint(region, frame, scaled)
         if footprint is None:
             return None
         keep_lips = (self.options.keep_mouth and self.mesh.mouth_closed(target_landmarks, frame, tuning.closed_mouth)
                      and not scaled.mesh.mouth_closed)
-        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips), footprint, frame, scaled)
+        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes, shut_eyes), footprint,
+                             frame, scaled)
+
+    def _lid_lines(self, crop: np.ndarray, landmarks: np.ndarray,
+                   source: SourceFace) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
+        """The target's `landmarks` with its lid rings on the lid lines the iris model sees; the eyes less open than
+        `held_eye_opening` of the source's, which keep their opening; and those of them that are shut (under
+        `shut_eye_opening`), which keep their own lid line. Without the model (or a source measured by it): the
+        landmarks as they are, and no such eyes."""
+        if self.eyes is None or source.eye_openings is None:
+            return landmarks, (), ()
+        landmarks, openings = self.eyes.lid_lines(crop, landmarks)
+        tuning = self.tuning
+        held = [(eye, opening) for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
+                                                                       strict=True)
+                if opening < tuning.held_eye_opening * source_opening]
+        return (landmarks, tuple(eye for eye, _ in held),
+                tuple(eye for eye, opening in held if opening < tuning.shut_eye_opening))
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
@@ -149,15 +173,17 @@ class MeshSwapper:
                          trust=trust[window], outer=outer[window], border=border[window])
 
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
-                keep_lips: bool) -> Rendered:
-        """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips), the source warped
-        onto it, and the target's pixels and the footprint's maps moved along."""
+                keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
+        """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips; `held_eyes`: their
+        lids with their corners only), the source warped onto it (not on the lid lines of `shut_eyes`), and the
+        target's pixels and the footprint's maps moved along."""
         region, tuning = footprint.region, self.tuning
-        shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips)
-                 if tuning.shape_transfer > 0 else None)
+        shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips,
+                                                  held_eyes) if tuning.shape_transfer > 0 else None)
         to_source, to_shift = affine_tables(self.mesh.triangles, region.vertices, scaled.mesh.corners, shift,
                                             footprint.drawable)
-        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, self.options, tuning)
+        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut_eyes, self.options,
+                            tuning)
         not_skin, damping = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
         original = target = region.of(crop)
         triangle_ids, trust = footprint.triangle_ids, footprint.trust

@@ -24,6 +24,11 @@ class MeshTuning:
     closed_mouth: float = 0.015  # a mouth whose inner-lip opening is below this (of the face size) is closed
     pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
     lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
+    held_eye_opening: float = 0.6  # a target eye less open than this share of the source's (by the iris model) keeps
+    # its opening: the shape transfer moves its lids with its corners only
+    shut_eye_opening: float = 0.07  # ... and one less open than this (of its width squared) is shut: it keeps its
+    # own lid line and lashes,
+    shut_eye_grow: float = 0.02  # ... this far past its lid ring
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
     detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
@@ -47,7 +52,8 @@ class MeshTuning:
     def __post_init__(self) -> None:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
-        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border"):
+        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
+                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather"):
