@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from served import Server, create_token, finish, serving, upload
-from voices import assert_in_sync, buzz, output_sound, sync_scores, write_sound, write_still_clip
+from served import (SYLLABLES, TALK_S, TALK_TIMES, VOICE_S, Server, create_token, finish, lip_sync_inputs,
+                    serving_lip_syncer, upload)
+from voices import assert_in_sync, buzz, output_sound, sync_scores, write_sound
 
-import neural_models as nm
 from slimfuse.errors import LipSyncAudioError
 from slimfuse.models.store import Store
 from slimfuse.processors.lip_sync import require_sound
@@ -21,24 +21,14 @@ from slimfuse.samples import ASTRONAUT_FACE
 from slimfuse.serve.uploads import AUDIO_TYPES, describe, sniff
 from slimfuse.media.formats import AUDIO_SUFFIXES
 
-SYLLABLES = ((0.3, 0.75, 1.0), (1.1, 1.35, 0.8), (1.62, 2.1, 1.0))
-SECONDS = 2.4
-TIMES = [round(index * 0.04, 3) for index in range(60)]
 LIP_SYNC = {"processors": ["lip_syncer"]}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Iterator[Server]:
-    """A server with the mouth stand-in placed as wav2lip_gan_96 in its --models-dir and two users' tokens."""
-    root = tmp_path_factory.mktemp("lip-sync-serve")
-    placed = root / "placed"
-    nm.save(nm.mouth_lip_syncer(), placed, "wav2lip_gan_96")
-    with pytest.MonkeyPatch.context() as patch:
-        nm.isolated_store(root / "home", store)
-        patch.setenv("SLIMFUSE_HOME", str(root / "home"))
-        alice, _ = create_token(root / "data", "alice"), create_token(root / "data", "bob")
-        with serving(root / "data", "--models-dir", str(placed), token=alice) as running:
-            yield running
+    """A server with the mouth stand-in placed as wav2lip_gan_96, its client one user's (tokens)."""
+    with serving_lip_syncer(tmp_path_factory.mktemp("lip-sync-serve"), store, "alice") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +40,7 @@ def client(server: Server) -> Iterator[httpx.Client]:
 @pytest.fixture(scope="module")
 def inputs(client: httpx.Client, tmp_path_factory: pytest.TempPathFactory, astronaut: np.ndarray) -> dict[str, str]:
     """Asset ids: the silent clip, the voice (a .wav) and a clip that talks (the voice as its sound)."""
-    folder = tmp_path_factory.mktemp("lip-sync-inputs")
-    voice = buzz(SECONDS + 0.3, SYLLABLES)
-    files = {"clip": write_still_clip(folder / "silent.mkv", astronaut, TIMES),
-             "voice": write_sound(folder / "voice.wav", voice),
-             "talking": write_still_clip(folder / "talking.mkv", astronaut, TIMES, voice)}
+    files = lip_sync_inputs(tmp_path_factory.mktemp("lip-sync-inputs"), astronaut)
     return {name: upload(client, path)["id"] for name, path in files.items()}
 
 
@@ -68,7 +54,7 @@ def _refused(response: httpx.Response, status: int, error: str, exit_code: int |
 def test_a_sound_upload_is_an_audio_asset_with_its_duration(client: httpx.Client, inputs: dict[str, str]) -> None:
     voice = client.get(f"/v1/assets/{inputs['voice']}").json()
     assert voice["kind"] == "audio" and voice["name"] == "voice.wav"
-    assert voice["duration"] == pytest.approx(SECONDS + 0.3, abs=0.01)
+    assert voice["duration"] == pytest.approx(VOICE_S, abs=0.01)
     assert voice["width"] is None and voice["frames"] is None
     assert client.get(f"/v1/assets/{inputs['talking']}").json()["kind"] == "video"
 
@@ -85,10 +71,10 @@ def test_a_lip_sync_job_follows_the_uploaded_sound(client: httpx.Client, inputs:
     output = tmp_path / "dubbed.mkv"
     output.write_bytes(client.get(f"/v1/jobs/{ended['id']}/output").content)
     times, scores = sync_scores(output, ASTRONAUT_FACE)
-    assert np.allclose(times, TIMES, atol=0.002)
+    assert np.allclose(times, TALK_TIMES, atol=0.002)
     assert_in_sync(scores)
     samples, start = output_sound(output)
-    assert abs(start + samples.size / 48_000 - SECONDS) < 0.1  # the voice, cut where the video ends
+    assert abs(start + samples.size / 48_000 - TALK_S) < 0.1  # the voice, cut where the video ends
     assert "placed" not in str(ended["report"]["options"])  # no path of the server's
 
 
@@ -113,7 +99,7 @@ def test_lip_sync_jobs_are_refused_as_on_the_command_line(server: Server, client
 
 
 def test_a_sound_in_use_is_kept(client: httpx.Client, inputs: dict[str, str], tmp_path: Path) -> None:
-    voice = upload(client, write_sound(tmp_path / "again.wav", buzz(SECONDS + 0.3, SYLLABLES)))["id"]
+    voice = upload(client, write_sound(tmp_path / "again.wav", buzz(VOICE_S, SYLLABLES)))["id"]
     created = client.post("/v1/jobs", json={"target": inputs["clip"], "audio": voice, "options": LIP_SYNC})
     assert created.status_code == 202, created.text
     _refused(client.delete(f"/v1/assets/{voice}"), 409, "AssetInUse", None)
