@@ -107,6 +107,16 @@ def test_a_sound_in_use_is_kept(client: httpx.Client, inputs: dict[str, str], tm
     assert client.delete(f"/v1/assets/{voice}").status_code == 204
 
 
+def test_a_sound_shorter_than_the_video_fails_the_job_by_its_name(server: Server, client: httpx.Client,
+                                                                  inputs: dict[str, str], tmp_path: Path) -> None:
+    short = upload(client, write_sound(tmp_path / "short.wav", buzz(1.0, SYLLABLES[:1])))["id"]
+    created = client.post("/v1/jobs", json={"target": inputs["clip"], "audio": short, "options": LIP_SYNC})
+    ended = finish(client, created.json()["id"])
+    assert ended["state"] == "failed" and ended["error"] == "LipSyncAudioError" and ended["exit_code"] == 36, ended
+    assert ended["message"].startswith("short.wav: ") and "shorter than the target video" in ended["message"]
+    assert str(server.data_dir) not in ended["message"]
+
+
 def test_bad_sounds_are_refused(client: httpx.Client, tmp_path: Path) -> None:
     flac = write_sound(tmp_path / "voice.flac", buzz(1.0, SYLLABLES[:1]), "flac").read_bytes()
     cut = client.post("/v1/assets", params={"name": "cut.flac"}, content=flac[: len(flac) // 2])

@@ -2,7 +2,8 @@
 
 Uploads the sample photos, sees the preview change with an option, picks the reference face in the gallery, runs
 the job to 100%, sees the result, downloads it (equal to the job's output); then a video target's frame slider,
-an error line, and a narrow window. SLIMFUSE_SCREENSHOTS=DIR also keeps the screenshots there (docs/serve)."""
+an error line, and a narrow window; a lip sync job with its sound picked on the page. SLIMFUSE_SCREENSHOTS=DIR also
+keeps the screenshots there (docs/serve)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
