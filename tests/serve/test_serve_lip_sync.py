@@ -4,6 +4,7 @@ carrying the voice with the mouth in sync; and the refusals (bad sounds, a job w
 sound, a sound in use)."""
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from slimfuse.errors import LipSyncAudioError
 from slimfuse.models.store import Store
 from slimfuse.processors.lip_sync import require_sound
 from slimfuse.samples import ASTRONAUT_FACE
+from slimfuse.serve.store import SCHEMA, JobStore
 from slimfuse.serve.uploads import AUDIO_TYPES, describe, sniff
 from slimfuse.media.formats import AUDIO_SUFFIXES
 
@@ -104,7 +106,23 @@ def test_a_sound_in_use_is_kept(client: httpx.Client, inputs: dict[str, str], tm
     assert created.status_code == 202, created.text
     _refused(client.delete(f"/v1/assets/{voice}"), 409, "AssetInUse", None)
     assert finish(client, created.json()["id"])["state"] == "succeeded"
+    retried = client.post(f"/v1/jobs/{created.json()['id']}/retry")
+    assert retried.status_code == 202 and retried.json()["audio"] == voice  # run again with the same sound
+    assert finish(client, retried.json()["id"])["state"] == "succeeded"
     assert client.delete(f"/v1/assets/{voice}").status_code == 204
+
+
+def test_an_older_data_dir_gains_the_duration_column(tmp_path: Path) -> None:
+    older = SCHEMA.replace(", duration REAL)", ")")
+    assert older != SCHEMA
+    db = sqlite3.connect(tmp_path / "slimfuse.db")
+    db.executescript(older)
+    db.close()
+    store = JobStore(tmp_path)
+    store.add_asset({"id": "a" * 20, "user": "alice", "kind": "audio", "suffix": ".wav", "name": "voice.wav",
+                     "bytes": 10, "width": None, "height": None, "frames": None, "duration": 2.5, "created": 0.0})
+    assert (store.asset("alice", "a" * 20) or {})["duration"] == 2.5
+    JobStore(tmp_path)  # opened again: nothing to add
 
 
 def test_a_sound_shorter_than_the_video_fails_the_job_by_its_name(server: Server, client: httpx.Client,
