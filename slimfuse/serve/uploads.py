@@ -3,6 +3,7 @@ from their content (never from a client's name), images checked for decompressio
 (the lip syncer's) read packet by packet with only their first packets decoded."""
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import time
@@ -58,14 +59,14 @@ async def receive(store: JobStore, user: str, chunks: AsyncIterator[bytes], name
                 handle.write(chunk)
         if size == 0:
             raise InputEmptyError(display_name(name))
-        kind, suffix = sniff(partial, display_name(name))
+        kind, suffix = await asyncio.to_thread(sniff, partial, display_name(name))  # the API answers meanwhile
         final = store.assets_dir / f"{asset_id}{suffix}"
         os.replace(partial, final)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     try:
-        details = describe(final, kind, display_name(name))
+        details = await asyncio.to_thread(describe, final, kind, display_name(name))
     except BaseException:
         final.unlink(missing_ok=True)
         raise
