@@ -80,8 +80,12 @@ def _asset(request: Request, asset_id: str, *kinds: str) -> dict[str, Any]:
     if asset is None:
         raise _api_error(404, "NotFound", f"asset {asset_id}: no such asset")
     if kinds and asset["kind"] not in kinds:
-        raise _api_error(422, "UsageError", f"asset {asset_id}: is a {asset['kind']}, not an {' or '.join(kinds)}")
+        raise _api_error(422, "UsageError", f"asset {asset_id}: is {_a(asset['kind'])}, not {_a(' or '.join(kinds))}")
     return asset
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
 def _job(request: Request, job_id: str) -> Job:

@@ -89,8 +89,10 @@ def test_lip_sync_jobs_are_refused_as_on_the_command_line(server: Server, client
     debugged = {**silent, "audio": inputs["voice"], "options": {"processors": ["face_debugger"]}}
     assert "only the lip syncer" in _refused(client.post("/v1/jobs", json=debugged), 422, "UsageError", 2)
     photo = upload(client, astronaut_path)["id"]
-    assert "not an audio or video" in _refused(client.post("/v1/jobs", json={**silent, "audio": photo}), 422,
-                                               "UsageError", None)
+    assert "is an image, not an audio or video" in _refused(client.post("/v1/jobs", json={**silent, "audio": photo}),
+                                                            422, "UsageError", None)
+    as_photo = {**silent, "sources": [inputs["voice"]], "audio": inputs["voice"]}
+    assert "is an audio, not an image" in _refused(client.post("/v1/jobs", json=as_photo), 422, "UsageError", None)
     named = {**silent, "options": {**LIP_SYNC, "source_audio": "/etc/passwd"}}  # a path: the server's owner's only
     assert "source_audio" in _refused(client.post("/v1/jobs", json=named), 422, "UsageError", 2)
     played = {**silent, "target": inputs["voice"], "audio": inputs["voice"]}
