@@ -44,10 +44,15 @@ SHORT_SOUND_S = 0.1
 def read_sound(sound: Path | None, separate: Separate | None = None) -> Voice:
     """The voice of the lip syncer's sound (RunConfig.sound), separated by the voice extractor when given;
     LipSyncAudioError (exit 36) when there is none, it has no audio stream or it cannot be decoded."""
+    return read_voice(require_sound(sound), separate)
+
+
+def require_sound(sound: Path | None) -> Path:
+    """The lip syncer's sound (RunConfig.sound); LipSyncAudioError (exit 36) when there is none."""
     if sound is None:
         raise LipSyncAudioError(detail="the lip syncer needs a sound: --source-audio FILE, or a sound file or video "
                                        "among -s/--source-paths")
-    return read_voice(sound, separate)
+    return sound
 
 
 def check_target(voice: Voice, sound: Path, target: Path, is_video: bool, video_seconds: float | None) -> None:

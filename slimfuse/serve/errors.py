@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # HTTP status of slimfuse's errors, by exit code (the rest are 500).
 STATUS_BY_EXIT = {2: 422, 3: 404, 4: 422, 5: 422, 6: 422, 7: 415, 8: 422, 9: 422, 14: 503, 15: 503, 16: 413,
-                  18: 503, 24: 503, 30: 422, 31: 422, 32: 415, 33: 422, 41: 422}
+                  18: 503, 24: 503, 30: 422, 31: 422, 32: 415, 33: 422, 36: 422, 41: 422}
 
 
 class ApiError(Exception):

@@ -1,8 +1,9 @@
 """A job's options as a client may give them (the option table's `client` audience: never the server's files, its
 hardware or the synthetic label), and its plan at submission: refused at once when it can never fit the server's
 --memory-budget (MemoryBudgetError, exit 41, with the smallest budget that works) or when it needs model variants
-that are not made yet (the server makes none itself: VariantsNotReadyError, exit 24, naming the commands), or that
-needs a model the server does not hold (ModelUnavailableError, exit 14: it never downloads one for a client)."""
+that are not made yet (the server makes none itself: VariantsNotReadyError, exit 24, naming the commands), that
+needs a model the server does not hold (ModelUnavailableError, exit 14: it never downloads one for a client), or that
+runs the lip syncer without a sound (LipSyncAudioError, exit 36, as on the command line)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -13,6 +14,7 @@ from slimfuse.errors import ModelUnavailableError, UsageError, VariantsNotReadyE
 from slimfuse.models.store import Store, default_home
 from slimfuse.options import for_audience
 from slimfuse.pipeline.run import plan_for
+from slimfuse.processors.lip_sync import require_sound
 
 CLIENT_OPTIONS = frozenset(entry.name for entry in for_audience(OPTIONS, "client"))
 """What a client may set: the allowlist, from the option table."""
@@ -46,13 +48,19 @@ def _held(store: Store, name: str) -> bool:
 
 
 def plan_job(sources: Sequence[Path], target: Path, options: Mapping[str, object],
-             models_dir: Path | None = None) -> tuple[RunConfig, int]:
-    """The job's config and planned peak (bytes); raises UsageError for bad options, MemoryBudgetError when the job
-    cannot fit its budget, ModelUnavailableError when a model it needs is not installed and VariantsNotReadyError when
-    its variants are not made. Reads model files' sizes and
-    variants' records only: nothing is loaded or made."""
-    config = RunConfig.from_options(sources, **options, models_dir=models_dir)
+             models_dir: Path | None = None, sound: Path | None = None) -> tuple[RunConfig, int]:
+    """The job's config and planned peak (bytes); `sound` (a sound file or a video) is the lip syncer's, the
+    config's last source. Raises UsageError for bad options or a sound without the lip syncer, LipSyncAudioError for
+    the lip syncer without a sound, MemoryBudgetError when the job cannot fit its budget, ModelUnavailableError when
+    a model it needs is not installed and VariantsNotReadyError when its variants are not made. Reads model files'
+    sizes and variants' records only: nothing is loaded or made."""
+    config = RunConfig.from_options([*sources, *([sound] if sound is not None else [])], **options,
+                                    models_dir=models_dir)
     config.check_sources()
+    if "lip_syncer" in config.stages:
+        require_sound(config.sound)
+    elif sound is not None:
+        raise UsageError(detail="audio: only the lip syncer follows a sound (--processors ... lip_syncer)")
     store = Store(home=default_home(), models_dir=models_dir, notify=lambda message: None)
     plan = plan_for(config, target, store)
     missing = [name for name in plan.models if not _held(store, name)]

@@ -44,6 +44,8 @@ class JobRequest(BaseModel):
     sources: list[str] = Field(default_factory=list, description="asset ids of the source photos (needed when the "
                                "options' processors put a face in: the face swapper, as by default)")
     target: str = Field(..., description="asset id of the target image or video")
+    audio: str | None = Field(None, description="asset id of the sound (a sound file or a video) the lip syncer's "
+                              "mouth follows, which the output video carries (processors with lip_syncer)")
     options: dict[str, Any] = Field(default_factory=dict, description="options named as `slimfuse swap`'s")
     reference: Reference | None = Field(None, description="the face to replace (reference selection)")
 
@@ -73,13 +75,18 @@ def _api_error(status: int, error: str, message: str) -> Exception:
     return ApiError(status, error, message)
 
 
-def _asset(request: Request, asset_id: str, kind: str | None = None) -> dict[str, Any]:
+def _asset(request: Request, asset_id: str, *kinds: str) -> dict[str, Any]:
+    """The user's asset (404 for another's), of one of `kinds` when they are given (422 for another kind)."""
     asset = _store(request).asset(_user(request), asset_id)
     if asset is None:
         raise _api_error(404, "NotFound", f"asset {asset_id}: no such asset")
-    if kind is not None and asset["kind"] != kind:
-        raise _api_error(422, "UsageError", f"asset {asset_id}: is a {asset['kind']}, not an {kind}")
+    if kinds and asset["kind"] not in kinds:
+        raise _api_error(422, "UsageError", f"asset {asset_id}: is {_a(asset['kind'])}, not {_a(' or '.join(kinds))}")
     return asset
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
 def _job(request: Request, job_id: str) -> Job:
@@ -90,13 +97,14 @@ def _job(request: Request, job_id: str) -> Job:
 
 
 def _public_asset(asset: dict[str, Any]) -> dict[str, Any]:
-    return {name: asset[name] for name in ("id", "kind", "name", "bytes", "width", "height", "frames", "created")}
+    return {name: asset.get(name) for name in ("id", "kind", "name", "bytes", "width", "height", "frames", "duration",
+                                               "created")}
 
 
 # Assets ----------------------------------------------------------------------------------------------------
 
 
-@router.post("/assets", status_code=201, summary="Upload an image or video (the request body is the file)",
+@router.post("/assets", status_code=201, summary="Upload an image, a video or a sound (the request body is the file)",
              openapi_extra={"requestBody": {"content": {"application/octet-stream": {"schema": {"type": "string",
                                                                                                  "format": "binary"}}}}})
 async def upload(request: Request, name: str | None = None) -> JSONResponse:
@@ -162,16 +170,18 @@ def _planned(request: Request, body: JobRequest, budget: bool) -> tuple[dict[str
     """The stored request of a job and its planned peak; refuses bad options and jobs that can never fit."""
     settings, store = _settings(request), _store(request)
     sources = [_asset(request, source, "image") for source in body.sources]
-    target = _asset(request, body.target)
+    target = _asset(request, body.target, "image", "video")
+    sound = None if body.audio is None else store.asset_path(_asset(request, body.audio, "audio", "video"))
     options = job_options(body.options, settings.memory_budget_mb) if budget else client_options(body.options)
     paths = [store.asset_path(asset) for asset in sources]
-    config, planned = plan_job(paths, store.asset_path(target), options, settings.models_dir)
+    config, planned = plan_job(paths, store.asset_path(target), options, settings.models_dir, sound)
     suffix = target["suffix"]
     if config.transparent_output and suffix.lower() not in ALPHA_SUFFIXES:  # a transparent background keeps its alpha
         suffix = ".png" if target["kind"] == "image" else ".webm"
-    stored = {"sources": [_relative(store, path) for path in paths], "target": _relative(store, store.asset_path(target)),
+    inputs = [*paths, *([sound] if sound is not None else [])]  # the sound last, as the config takes it
+    stored = {"sources": [_relative(store, path) for path in inputs], "target": _relative(store, store.asset_path(target)),
               "kind": target["kind"], "suffix": suffix, "options": options,
-              "source_ids": body.sources, "target_id": body.target,
+              "source_ids": body.sources, "target_id": body.target, "audio_id": body.audio,
               "reference": None if body.reference is None else body.reference.model_dump()}
     return stored, planned
 
@@ -196,8 +206,8 @@ def create_job(request: Request, body: JobRequest) -> JSONResponse:
 def _shown(job: Job) -> dict[str, Any]:
     shown = job.public()
     request = job.request
-    shown.update(sources=request["source_ids"], target=request["target_id"], media=request["kind"],
-                 reference=request.get("reference"))
+    shown.update(sources=request["source_ids"], target=request["target_id"], audio=request.get("audio_id"),
+                 media=request["kind"], reference=request.get("reference"))
     return shown
 
 
@@ -236,8 +246,8 @@ def cancel_job(request: Request, job_id: str) -> dict[str, Any]:
 @router.post("/jobs/{job_id}/retry", status_code=202, summary="Run a finished job again, as a new job")
 def retry_job(request: Request, job_id: str) -> JSONResponse:
     old = _job(request, job_id).request
-    body = JobRequest(sources=old["source_ids"], target=old["target_id"], options=old["options"],
-                      reference=old.get("reference"))
+    body = JobRequest(sources=old["source_ids"], target=old["target_id"], audio=old.get("audio_id"),
+                      options=old["options"], reference=old.get("reference"))
     return create_job(request, body)
 
 
@@ -317,7 +327,7 @@ async def preview(request: Request, body: PreviewRequest) -> Any:
 
 @router.post("/faces", summary="The faces of an image or of one video frame, largest first, with thumbnails")
 async def faces(request: Request, body: FacesRequest) -> Any:
-    target = _asset(request, body.target)
+    target = _asset(request, body.target, "image", "video")
     store = _store(request)
     stored = {"target": _relative(store, store.asset_path(target)), "frame": body.frame}
     try:

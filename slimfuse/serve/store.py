@@ -31,7 +31,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (name TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS assets (
     id TEXT PRIMARY KEY, user TEXT NOT NULL, kind TEXT NOT NULL, suffix TEXT NOT NULL, name TEXT NOT NULL,
-    bytes INTEGER NOT NULL, width INTEGER, height INTEGER, frames INTEGER, created REAL NOT NULL);
+    bytes INTEGER NOT NULL, width INTEGER, height INTEGER, frames INTEGER, created REAL NOT NULL, duration REAL);
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, user TEXT NOT NULL, kind TEXT NOT NULL, state TEXT NOT NULL, priority INTEGER NOT NULL,
     request TEXT NOT NULL, planned_bytes INTEGER NOT NULL DEFAULT 0,
@@ -48,9 +48,19 @@ JOB_FIELDS = ("id", "kind", "state", "done", "total", "created", "started", "fin
               "exit_code", "message")
 
 
+ADDED_COLUMNS = {"assets": {"duration": "REAL"}}
+"""Columns newer than a data dir made by an earlier version: added to it when it is opened."""
+
+
 def new_id() -> str:
     """A server-made id: 20 lowercase hex digits (never a client's name)."""
     return secrets.token_hex(10)
+
+
+def job_asset_ids(request: dict[str, Any]) -> list[str]:
+    """The assets a job's request uses: its source photos, its target and its sound."""
+    named = [request.get("target_id"), request.get("audio_id")]
+    return [*request.get("source_ids", ()), *(asset_id for asset_id in named if asset_id is not None)]
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,7 @@ class JobStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            _add_missing_columns(db)
         finally:
             db.close()
 
@@ -166,8 +177,9 @@ class JobStore:
 
     def add_asset(self, asset: dict[str, Any]) -> None:
         with self.connect() as db:
-            db.execute("INSERT INTO assets (id, user, kind, suffix, name, bytes, width, height, frames, created) "
-                       "VALUES (:id, :user, :kind, :suffix, :name, :bytes, :width, :height, :frames, :created)", asset)
+            db.execute("INSERT INTO assets (id, user, kind, suffix, name, bytes, width, height, frames, duration, "
+                       "created) VALUES (:id, :user, :kind, :suffix, :name, :bytes, :width, :height, :frames, "
+                       ":duration, :created)", {"duration": None, **asset})
 
     def asset(self, user: str, asset_id: str) -> dict[str, Any] | None:
         with self.connect(write=False) as db:
@@ -188,7 +200,7 @@ class JobStore:
             for row in db.execute("SELECT request FROM jobs WHERE user = ? AND state IN (?, ?)",
                                   (user, QUEUED, RUNNING)).fetchall():
                 request = json.loads(row["request"])
-                if asset_id in (*request.get("source_ids", ()), request.get("target_id")):
+                if asset_id in job_asset_ids(request):
                     raise ValueError("a job that is queued or running uses it; cancel the job first")
             db.execute("DELETE FROM assets WHERE id = ?", (asset_id,))
         return self.asset_path(asset)
@@ -391,6 +403,18 @@ class JobStore:
                 message: str | None) -> None:
         db.execute("UPDATE jobs SET state = ?, finished = ?, error = ?, exit_code = ?, message = ?, "
                    "lease_until = NULL WHERE id = ?", (state, time.time(), error, exit_code, message, job_id))
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    for table, columns in ADDED_COLUMNS.items():
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in present:
+                try:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                except sqlite3.OperationalError as exc:  # another process added it meanwhile
+                    if "duplicate column" not in str(exc):
+                        raise
 
 
 def _as_dict(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from slimfuse.atomic import remove_stale
 from slimfuse.errors import SlimfuseError, Terminated
 from slimfuse.models.store import default_home
 from slimfuse.serve.runner import JobCancelled, JobRunner, Progress
-from slimfuse.serve.store import CANCELLED, FAILED, Job, JobStore
+from slimfuse.serve.store import CANCELLED, FAILED, Job, JobStore, job_asset_ids
 
 # How often the worker looks for work when the queue is empty, and records progress while a job runs (seconds).
 IDLE_POLL_S = 0.05
@@ -149,8 +149,7 @@ def public_message(store: JobStore, job: Job, message: str, models_dir: Path | N
     """`message` as the job's user may read it: their uploads by the names they gave them, and no path of the
     server's (its data folder, its models, its home) spelled out."""
     request, user = job.request, job.row["user"]
-    ids = [*request.get("source_ids", ()), *([request["target_id"]] if "target_id" in request else [])]
-    for asset in filter(None, (store.asset(user, asset_id) for asset_id in ids)):
+    for asset in filter(None, (store.asset(user, asset_id) for asset_id in job_asset_ids(request))):
         for path in (store.asset_path(asset), store.asset_path(asset).relative_to(store.data_dir)):
             message = message.replace(str(path), asset["name"])  # a Ray actor names it relative to its folder
     return hide_paths(message, (store.data_dir, *([models_dir] if models_dir else []), default_home(), Path.home()))

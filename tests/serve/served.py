@@ -15,13 +15,22 @@ from typing import Any
 import httpx
 import numpy as np
 import psutil
+import pytest
 from PIL import Image
 
+import neural_models as nm
 from slimfuse.bench.clips import make_clip, pan
 from slimfuse.bench.serve import child_env, follow, running_server, tree_rss
+from slimfuse.models.store import Store
+from voices import buzz, write_sound, write_still_clip
 from slimfuse.samples import sample_path
 
 JOB_TIMEOUT_S = 120.0
+SYLLABLES = ((0.3, 0.75, 1.0), (1.1, 1.35, 0.8), (1.62, 2.1, 1.0))
+TALK_S = 2.4
+"""A lip sync job's clip: 25 frames/s for TALK_S, its voice VOICE_S long with SYLLABLES."""
+TALK_TIMES = [round(index * 0.04, 3) for index in range(60)]
+VOICE_S = TALK_S + 0.3
 
 
 @dataclass
@@ -64,6 +73,20 @@ def serving(data_dir: Path, *options: str, workers: int = 1, token: str | None =
             server.stop()
 
 
+@contextmanager
+def serving_lip_syncer(root: Path, store: Store, user: str | None = None) -> Iterator[Server]:
+    """A server (data dir ROOT/data) whose --models-dir holds the mouth stand-in as wav2lip_gan_96, its models' home
+    an isolated store; with `user`, the server has tokens and the client is that user's."""
+    placed = root / "placed"
+    nm.save(nm.mouth_lip_syncer(), placed, "wav2lip_gan_96")
+    with pytest.MonkeyPatch.context() as patch:
+        nm.isolated_store(root / "home", store)
+        patch.setenv("SLIMFUSE_HOME", str(root / "home"))
+        token = None if user is None else create_token(root / "data", user)
+        with serving(root / "data", "--models-dir", str(placed), token=token) as running:
+            yield running
+
+
 def create_token(data_dir: Path, name: str) -> str:
     done = subprocess.run([sys.executable, "-m", "slimfuse", "serve", "token", "create", name, "--data-dir",
                            str(data_dir)], env=child_env(), capture_output=True, text=True, check=True)
@@ -99,6 +122,15 @@ def samples() -> tuple[Path, Path]:
 def small_clip(path: Path, frames: int = 24, size: tuple[int, int] = (320, 240)) -> Path:
     photo = np.asarray(Image.open(sample_path("grace_hopper")).convert("RGB"))
     return make_clip(path, pan(photo, size=size, count=frames, face_px=90))
+
+
+def lip_sync_inputs(folder: Path, picture: np.ndarray) -> dict[str, Path]:
+    """A silent clip of `picture` (`clip`), a generated voice (`voice`, a .wav) and the clip with that voice as its
+    sound (`talking`)."""
+    voice = buzz(VOICE_S, SYLLABLES)
+    return {"clip": write_still_clip(folder / "silent.mkv", picture, TALK_TIMES),
+            "voice": write_sound(folder / "voice.wav", voice),
+            "talking": write_still_clip(folder / "talking.mkv", picture, TALK_TIMES, voice)}
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

@@ -20,7 +20,7 @@ SERVER_ONLY = {"reference_face_image", "models_dir", "temp_path", "keep_temp", "
                "execution_device_id", "execution_thread_count", "strict_provider", "execution_gpu_memory_limit",
                "execution_arena_extend_strategy", "execution_cudnn_conv_algo_search", "execution_tensorrt_fp16",
                "execution_tensorrt_cache_dir", "execution_device_ids", "config_path", "log_level", "halt_on_error",
-               "deep_swapper_file"}
+               "deep_swapper_file", "source_audio"}
 """Options that name the server's files, choose its hardware or drop the synthetic label (a profile sets hardware
 options too)."""
 

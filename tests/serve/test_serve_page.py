@@ -2,7 +2,8 @@
 
 Uploads the sample photos, sees the preview change with an option, picks the reference face in the gallery, runs
 the job to 100%, sees the result, downloads it (equal to the job's output); then a video target's frame slider,
-an error line, and a narrow window. SLIMFUSE_SCREENSHOTS=DIR also keeps the screenshots there (docs/serve)."""
+an error line, and a narrow window; a lip sync job with its sound picked on the page. SLIMFUSE_SCREENSHOTS=DIR also
+keeps the screenshots there (docs/serve)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -11,7 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from screenshots import shot
-from served import Server, create_token, png_bytes, samples, serving, small_clip
+from served import (Server, create_token, lip_sync_inputs, png_bytes, samples, serving, serving_lip_syncer,
+                    small_clip)
+from voices import assert_in_sync, output_sound, sync_scores
+
+from slimfuse.models.store import Store
+from slimfuse.samples import ASTRONAUT_FACE
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -172,3 +178,36 @@ def test_a_token_goes_into_an_httponly_cookie_once_and_never_into_a_url(tmp_path
         page.wait_for_selector("#preview:not([hidden])")
         assert page.evaluate("document.cookie") == "" and page.evaluate("localStorage.length") == 0  # no script sees it
         assert urls and not any(token in url for url in urls)
+
+
+def test_a_lip_sync_job_with_a_sound_picked_on_the_page(tmp_path: Path, page, store: Store,  # noqa: ANN001
+                                                        astronaut: np.ndarray) -> None:
+    """The sound's picker shows once lip_syncer is ticked; a sound uploaded there is picked, and the job needs no
+    source photo: its output carries the sound, the mouth in sync with it."""
+    inputs = lip_sync_inputs(tmp_path, astronaut)
+    with serving_lip_syncer(tmp_path / "server", store) as server:
+        page.goto(server.base)
+        page.wait_for_function("!document.getElementById('options-status')")
+        assert page.is_hidden("#sound-drop")
+        page.set_input_files("#target-file", str(inputs["clip"]))
+        page.wait_for_function("document.querySelectorAll('#uploads tbody tr').length === 1")
+        page.click("#more-options summary")
+        page.check("input[name=processors][value=lip_syncer]")
+        page.wait_for_selector("#sound-drop:not([hidden])")
+        assert page.is_disabled("#run")  # no source photo and no sound yet
+        page.set_input_files("#sound-file", str(inputs["voice"]))
+        page.wait_for_function("document.getElementById('sound').selectedOptions[0].text === 'voice.wav (2.7 s)'")
+        assert page.inner_text("#preview-status").startswith("No preview with the lip syncer")
+        shot(page, "6-lip-sync", tmp_path)
+        page.click("#run")
+        page.wait_for_selector("#jobs tbody td.state-succeeded")
+        with server.client() as client:
+            job = client.get("/v1/jobs").json()["jobs"][0]
+            sound = next(asset for asset in client.get("/v1/assets").json()["assets"] if asset["kind"] == "audio")
+            assert job["state"] == "succeeded" and job["audio"] == sound["id"] and job["sources"] == []
+            assert job["options"]["processors"] == ["lip_syncer"]
+            output = tmp_path / "dubbed.mkv"
+            output.write_bytes(client.get(f"/v1/jobs/{job['id']}/output").content)
+    _, scores = sync_scores(output, ASTRONAUT_FACE)
+    assert_in_sync(scores)
+    assert output_sound(output)[0].size > 0

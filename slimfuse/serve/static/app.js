@@ -86,6 +86,24 @@ async function setTarget(file) {
     refreshUploads();
   } catch (err) { showError(err.message); }
 }
+// The lip syncer's sound: an uploaded sound file or video, picked while the processors include lip_syncer.
+function lipSync() { return Boolean(document.querySelector("input[name=processors][value=lip_syncer]:checked")); }
+async function addSound(file) {
+  showError("");
+  try {
+    const asset = await upload(file);
+    await refreshUploads();
+    $("sound").value = asset.id;
+    changed();
+  } catch (err) { showError(err.message); }
+}
+function soundChoices(assets) {
+  const select = $("sound"), chosen = select.value;
+  const sounds = assets.filter((asset) => asset.kind === "audio" || asset.kind === "video").map((asset) =>
+    new Option(asset.kind === "audio" ? `${asset.name} (${asset.duration.toFixed(1)} s)` : `${asset.name} (video)`, asset.id));
+  select.replaceChildren(new Option("none", ""), ...sounds);
+  select.value = sounds.some((option) => option.value === chosen) ? chosen : "";
+}
 function dropZone(zone, onFiles) {
   zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.classList.add("over"); });
   zone.addEventListener("dragleave", () => zone.classList.remove("over"));
@@ -203,6 +221,7 @@ function options() {
 }
 function jobBody() {
   const body = { sources: state.sources.map((asset) => asset.id), target: state.target.id, options: options() };
+  if (lipSync() && $("sound").value) body.audio = $("sound").value;
   if (body.options.face_selector_mode === "reference" && state.reference) {
     delete body.options.face_selector_mode;
     body.reference = state.reference;
@@ -210,7 +229,8 @@ function jobBody() {
   return body;
 }
 function changed() {
-  $("run").disabled = !(state.sources.length && state.target);
+  $("sound-drop").hidden = !lipSync();
+  $("run").disabled = !(state.target && (state.sources.length || (lipSync() && $("sound").value)));
   clearTimeout(state.previewTimer);
   state.previewTimer = setTimeout(preview, 150);
 }
@@ -237,9 +257,15 @@ async function loadModels() {
 
 // Preview and faces --------------------------------------------------------------------------------------------
 async function preview() {
+  const status = $("preview-status");
+  if (lipSync()) {
+    state.previewSeq++;  // a preview still on its way is not shown
+    $("preview").hidden = true;
+    status.textContent = "No preview with the lip syncer: the mouth follows the sound over time.";
+    return;
+  }
   if (!(state.sources.length && state.target)) return;
   const seq = ++state.previewSeq;
-  const status = $("preview-status");
   status.textContent = "Rendering the preview...";
   try {
     const response = await api("POST", "/v1/preview", { ...jobBody(), frame: Number($("frame").value) }, true);
@@ -408,6 +434,7 @@ async function refreshUploads() {
       return row;
     });
     $("uploads").tBodies[0].replaceChildren(...rows);
+    soundChoices(assets);
   } catch (err) { /* the error line keeps the last user action's error */ }
 }
 function action(label, handler) {
@@ -434,6 +461,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("target-file").addEventListener("change", (event) => event.target.files[0] && setTarget(event.target.files[0]));
   dropZone($("source-drop"), addSources);
   dropZone($("target-drop"), (files) => files[0] && setTarget(files[0]));
+  $("sound-file").addEventListener("change", (event) => event.target.files[0] && addSound(event.target.files[0]));
+  $("sound").addEventListener("change", changed);
   $("options").addEventListener("change", changed);
   $("options").addEventListener("submit", (event) => event.preventDefault());
   $("frame").addEventListener("input", (event) => { $("frame_value").textContent = event.target.value; });
