@@ -192,6 +192,10 @@ def test_a_lip_sync_job_with_a_sound_picked_on_the_page(tmp_path: Path, page, st
         page.set_input_files("#target-file", str(inputs["clip"]))
         page.wait_for_function("document.querySelectorAll('#uploads tbody tr').length === 1")
         page.click("#more-options summary")
+        assert page.is_disabled("#run")  # the default chain swaps faces: a source photo is needed
+        page.check("input[name=processors][value=face_debugger]")
+        page.wait_for_function("!document.getElementById('run').disabled")  # a chain without the face swapper
+        page.uncheck("input[name=processors][value=face_debugger]")
         page.check("input[name=processors][value=lip_syncer]")
         page.wait_for_selector("#sound-drop:not([hidden])")
         assert page.is_disabled("#run")  # no source photo and no sound yet

@@ -228,9 +228,15 @@ function jobBody() {
   }
   return body;
 }
+// A job puts a source photo's face in only when its processors include the face swapper (none ticked: the default).
+function needsSource() {
+  const ticked = [...document.querySelectorAll("input[name=processors]:checked")].map((box) => box.value);
+  return ticked.length === 0 || ticked.includes("face_swapper");
+}
 function changed() {
   $("sound-drop").hidden = !lipSync();
-  $("run").disabled = !(state.target && (state.sources.length || (lipSync() && $("sound").value)));
+  const ready = state.sources.length || (!needsSource() && (!lipSync() || $("sound").value));
+  $("run").disabled = !(state.target && ready);
   clearTimeout(state.previewTimer);
   state.previewTimer = setTimeout(preview, 150);
 }
@@ -264,7 +270,7 @@ async function preview() {
     status.textContent = "No preview with the lip syncer: the mouth follows the sound over time.";
     return;
   }
-  if (!(state.sources.length && state.target)) return;
+  if (!state.target || (needsSource() && !state.sources.length)) return;
   const seq = ++state.previewSeq;
   status.textContent = "Rendering the preview...";
   try {
