@@ -139,6 +139,14 @@ class ModelSpec:
     """The publisher puts NAME.hash beside each address in `urls`: the file's CRC32 as 8 lowercase hex digits
     (FaceFusion does). A download with no `published` sha256 is checked against it before it is trusted."""
 
+    def aligned_face_io(self, kind: str, noun: str) -> tuple[ModelIO, str, int]:
+        """Its tensors, alignment template and crop size, for a model of `kind` that takes aligned faces;
+        ValueError "NAME is not NOUN" for any other."""
+        io = self.io
+        if self.kind != kind or io is None or io.template is None or io.crop_size is None:
+            raise ValueError(f"{self.name} is not {noun}")
+        return io, io.template, io.crop_size
+
     @property
     def known_size(self) -> int | None:
         """The file's size in bytes where the catalog knows it (its own size, or the published one)."""

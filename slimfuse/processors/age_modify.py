@@ -81,14 +81,10 @@ class AgeModifierProcessor:
         """masker: the enhancer's face masks (`FaceMasker.for_enhancer`); ages: each face's age for fran (by
         default the fairface classifier's, `FairfaceAges`)."""
         model = options.age_modifier_model
-        spec = pool.store.catalog.get(model)
-        if spec.kind != "age_modifier" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
-            raise ValueError(f"{model} is not an age modifier")
+        self.io, self.template, self.size = pool.store.catalog.get(model).aligned_face_io("age_modifier",
+                                                                                        "an age modifier")
         self.pool = pool
         self.model = model
-        self.io = spec.io
-        self.template: str = spec.io.template
-        self.size: int = spec.io.crop_size
         self.direction = options.age_modifier_direction
         self.masker = masker
         self.batcher = batcher

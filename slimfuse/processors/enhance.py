@@ -26,14 +26,9 @@ class EnhanceProcessor:
         """options: the run's (the model, its blend 0-100 and CodeFormer's fidelity weight); masker: the enhancer's
         face masks; batcher: the run's batch sizes and out-of-memory back-off."""
         model = options.face_enhancer_model
-        spec = pool.store.catalog.get(model)
-        if spec.kind != "enhancer" or spec.io is None or spec.io.template is None or spec.io.crop_size is None:
-            raise ValueError(f"{model} is not a face enhancer")
+        self.io, self.template, self.size = pool.store.catalog.get(model).aligned_face_io("enhancer", "a face enhancer")
         self.pool = pool
         self.model = model
-        self.io = spec.io
-        self.template: str = spec.io.template
-        self.size: int = spec.io.crop_size
         self.blend = options.face_enhancer_blend
         self.weight = options.face_enhancer_weight
         self.masker = masker
