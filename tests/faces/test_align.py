@@ -24,7 +24,7 @@ from slimfuse.faces.analyse import FaceAnalyser
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 
-# The table of ../shared/facts/models.md (normalised to the crop), typed in again on purpose.
+# The table of ../shared/facts/models.md (normalised to the crop), and FaceFusion's, typed in again on purpose.
 FACTS = {
     "arcface_112_v1": [(0.35473214, 0.45658929), (0.64526786, 0.45658929), (0.5, 0.61154464),
                        (0.37913393, 0.776875), (0.62086607, 0.776875)],
@@ -36,6 +36,11 @@ FACTS = {
                  (0.39308822, 0.725411), (0.61150205, 0.72490465)],
     "mtcnn_512": [(0.36562865, 0.46733799), (0.63305391, 0.46585885), (0.50019127, 0.61942959),
                   (0.39032951, 0.77598822), (0.61178945, 0.77476328)],
+    # FaceFusion 3.8.1's facefusion/face_helper.py (the deep swapper's and styleganex_age's templates).
+    "dfl_whole_face": [(0.35342266, 0.39285716), (0.62797622, 0.39285716), (0.48660713, 0.5401786),
+                       (0.38839287, 0.68750011), (0.59821427, 0.68750011)],
+    "styleganex_384": [(0.42353745, 0.52289879), (0.57725008, 0.52319972), (0.50123859, 0.61331904),
+                       (0.43364461, 0.68337652), (0.57015325, 0.68306005)],
 }
 CLASSIC_ARCFACE_112 = [(38.2946, 51.6963), (73.5318, 51.5014), (56.0252, 71.7366), (41.5493, 92.3655),
                        (70.7299, 92.2041)]
