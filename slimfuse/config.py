@@ -57,9 +57,8 @@ FACEFUSION_PROCESSORS: tuple[str, ...] = (
 )
 """FaceFusion's processors (--processors); slimfuse's stages are SLIMFUSE_PROCESSORS."""
 SLIMFUSE_PROCESSORS: tuple[str, ...] = ("face_swapper", "deep_swapper", "face_enhancer", "age_modifier",
-                                         "expression_restorer", "face_editor", "frame_enhancer", "frame_colorizer",
-                                         "face_debugger", "lip_syncer",
-                                         "background_remover")
+                                         "expression_restorer", "face_editor", "lip_syncer", "frame_enhancer",
+                                         "frame_colorizer", "background_remover", "face_debugger")
 """The processors slimfuse has: the stages --processors may list (pipeline/stages.py builds each)."""
 SOURCE_PROCESSORS: frozenset[str] = frozenset({"face_swapper"})
 """The processors that put a source photo's face in: a run of none of them needs no source photo."""
