@@ -89,7 +89,7 @@ def _build_swapper(context: StageContext) -> FaceProcessor:
     if not swap.neural:
         return _checked("face-swapper-model", swap.face_swapper_model,
                         lambda: MeshSwapProcessor(context.topology, swap, context.face_size,
-                                                  EyeLandmarker(context.pool.session(EYE_MODEL))))
+                                                  EyeLandmarker(partial(context.pool.session, EYE_MODEL))))
     return _checked("face-swapper-model", swap.face_swapper_model,
                     lambda: OnnxSwapProcessor(context.pool, swap, context.pixel_boost, context.masker, context.batcher))
 

@@ -1,6 +1,8 @@
 """The mesh swapper on real photos with real FaceMesh landmarks, judged with dlib's face descriptor."""
 from __future__ import annotations
 
+from functools import partial
+
 import tracemalloc
 from collections.abc import Callable
 from typing import Literal
@@ -545,7 +547,7 @@ def _shut_right_eye(image: np.ndarray, landmarks: np.ndarray, eyes: EyeLandmarke
 
 
 def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, faces, pool) -> None:
-    eyes, analyser = EyeLandmarker(pool.session("iris_landmark")), FaceAnalyser(pool)
+    eyes, analyser = EyeLandmarker(partial(pool.session, "iris_landmark")), FaceAnalyser(pool)
     image, landmarks = faces["astronaut"]
     shut = _shut_right_eye(image, landmarks, eyes)
     shut_landmarks = analyser.faces(shut)[0].landmarks

@@ -7,7 +7,7 @@ area over its width squared."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -32,9 +32,10 @@ _OUTLINE = (*range(9), *range(15, 8, -1))  # the contour as a polygon: the lower
 
 @dataclass(frozen=True, eq=False)
 class EyeLandmarker:
-    """MediaPipe's iris model (`iris_landmark`) on the eyes of a face."""
+    """MediaPipe's iris model (`iris_landmark`) on the eyes of a face; `session` gives its session for each call (the
+    run's pool, which may release it between frames under a memory budget)."""
 
-    session: Session
+    session: Callable[[], Session]
 
     def contour(self, image: np.ndarray, landmarks: np.ndarray, eye: str) -> np.ndarray | None:
         """The eye's 16 contour points (EYE_CONTOURS order) in `image`'s pixels (RGB uint8), from a level crop
@@ -51,7 +52,7 @@ class EyeLandmarker:
         if mirrored:
             crop = crop[:, ::-1]
         tensor = (np.ascontiguousarray(crop).astype(np.float32) / np.float32(255.0))[None]
-        found = self.session.run(None, {"input_1": tensor})[0].reshape(-1, 3)[:CONTOUR_POINTS, :2].astype(np.float64)
+        found = self.session().run(None, {"input_1": tensor})[0].reshape(-1, 3)[:CONTOUR_POINTS, :2].astype(np.float64)
         if mirrored:
             found[:, 0] = EYE_CROP - found[:, 0]
         back = cv2.invertAffineTransform(matrix)
