@@ -5,6 +5,8 @@ mouth stand-in's) follows the loudness of the output's own sound in the 0.2 s fr
 sound shifted by a few frames either way."""
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -45,14 +47,18 @@ def with_tone(samples: np.ndarray, start: float, end: float, hz: float, level: f
 def write_sound(path: Path, samples: np.ndarray, codec: str = "pcm_s16le") -> Path:
     """`samples` (RATE stereo int16) into an audio file (.wav by default)."""
     with av.open(str(path), "w") as container:
-        stream = container.add_stream(codec, rate=RATE, layout="stereo")
-        for start in range(0, samples.shape[0], 1024):
-            chunk = np.ascontiguousarray(samples[start:start + 1024].reshape(1, -1))
-            frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
-            frame.sample_rate, frame.pts, frame.time_base = RATE, start, Fraction(1, RATE)
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode())
+        _mux_sound(container, container.add_stream(codec, rate=RATE, layout="stereo"), samples)
     return path
+
+
+def _mux_sound(container: Any, stream: Any, samples: np.ndarray) -> None:
+    """`samples` (RATE stereo int16) encoded into `stream` of `container`, in 1024-sample frames, then flushed."""
+    for start in range(0, samples.shape[0], 1024):
+        chunk = np.ascontiguousarray(samples[start:start + 1024].reshape(1, -1))
+        frame = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
+        frame.sample_rate, frame.pts, frame.time_base = RATE, start, Fraction(1, RATE)
+        container.mux(stream.encode(frame))
+    container.mux(stream.encode())
 
 
 def write_still_clip(path: Path, picture: np.ndarray, times: Sequence[float], samples: np.ndarray | None = None
@@ -71,12 +77,7 @@ def write_still_clip(path: Path, picture: np.ndarray, times: Sequence[float], sa
             container.mux(video.encode(frame))
         container.mux(video.encode())
         if audio is not None and samples is not None:
-            for start in range(0, samples.shape[0], 1024):
-                chunk = np.ascontiguousarray(samples[start:start + 1024].reshape(1, -1))
-                sound = av.AudioFrame.from_ndarray(chunk, format="s16", layout="stereo")
-                sound.sample_rate, sound.pts, sound.time_base = RATE, start, Fraction(1, RATE)
-                container.mux(audio.encode(sound))
-            container.mux(audio.encode())
+            _mux_sound(container, audio, samples)
     return path
 
 
