@@ -208,7 +208,8 @@ class SwapOptions(Section):
         False, Switch(), "the mesh swapper keeps thin dark lines of the target's eye region that the source lacks "
         "(glasses rims, temple arms) in front of the swapped face")
     remove_source_glasses: bool = option(
-        False, Switch(), "the mesh swapper fills the source's glasses rims from the skin around them before the warp")
+        True, Switch(), "the mesh swapper leaves the source's dark glasses frames out (the target's own skin shows "
+        "there); --no-remove-source-glasses keeps them")
     blend: BlendMode = option(
         "feather", Word(("feather", "poisson"), metavar="feather|poisson"), "feathered alpha, or Poisson "
         "(gradient-domain) blending")

@@ -128,7 +128,8 @@ def _masked_square_sum(mask: np.ndarray, values: np.ndarray) -> float:
 
 
 def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarray, sigma: float,
-                        strength: float = 1.0, damping: np.ndarray | None = None) -> np.ndarray:
+                        strength: float = 1.0, damping: np.ndarray | None = None,
+                        chroma_sigma: float | None = None) -> np.ndarray:
     """The warped source with the target's low-frequency colour: float32 (H, W, 3) clipped to 0..255.
 
     Luma and chroma apart, so no step creates a colour that neither photo has:
@@ -140,7 +141,9 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
       more colourful than the more colourful of the source pixel and the target's local colour (scaled down on
       pixels darker than it).
     The smooth fields (gain, chromaticities, the target's local colour) are computed on the blur's shrunk grid and
-    enlarged once; the per-pixel work runs on whole planes.
+    enlarged once; the per-pixel work runs on whole planes. The chroma's blur is `chroma_sigma` (default `sigma`):
+    a narrower one follows light whose colour changes across the face (a lamp on one side, a screen on the other)
+    without carrying the target's shading, which is in the luma.
     """
     h, wd = weight.shape[:2]
     src = to_opponent(warped)
@@ -151,14 +154,21 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     target_low, source_low = _normalized_blurs_small([tgt, src], weight, sigma)
     ty_lo, tr_lo, tb_lo = cv2.split(target_low)
     sy_lo, sr_lo, sb_lo = cv2.split(source_low)
+    cy_lo = cy_src_lo = None
+    if chroma_sigma is not None and chroma_sigma != sigma:
+        target_chroma, source_chroma = _normalized_blurs_small([tgt, src], weight, chroma_sigma)
+        cy_lo, tr_lo, tb_lo = cv2.split(target_chroma)
+        cy_src_lo, sr_lo, sb_lo = cv2.split(source_chroma)
     # The skin's chroma relative to its luma (chromaticity): shading is multiplicative, so a darker pixel of the
     # same skin, a brow or a lash, carries proportionally less of it; adding the bright skin's chroma to it in
     # full would make it a saturated brown that neither photo has. The source's chroma detail is what its pixel
     # has beyond its own skin's chromaticity at that brightness.
-    fields = _enlarged((h, wd), np.log(np.clip((ty_lo + 1.0) / (sy_lo + 1.0), _MIN_GAIN, _MAX_GAIN)),
-                       sr_lo / (sy_lo + e), sb_lo / (sy_lo + e), tr_lo / (ty_lo + e), tb_lo / (ty_lo + e), ty_lo,
-                       _colourfulness(tr_lo, tb_lo))
-    log_gain, s_ratio_r, s_ratio_b, t_ratio_r, t_ratio_b, t_luma, t_colour = fields
+    log_gain, t_luma = _enlarged((h, wd), np.log(np.clip((ty_lo + 1.0) / (sy_lo + 1.0), _MIN_GAIN, _MAX_GAIN)), ty_lo)
+    if cy_lo is None or cy_src_lo is None:
+        cy_lo, cy_src_lo = ty_lo, sy_lo
+    s_ratio_r, s_ratio_b, t_ratio_r, t_ratio_b, t_colour = _enlarged(
+        (h, wd), sr_lo / (cy_src_lo + e), sb_lo / (cy_src_lo + e), tr_lo / (cy_lo + e), tb_lo / (cy_lo + e),
+        _colourfulness(tr_lo, tb_lo))
     k: np.ndarray | np.float32 = np.float32(strength)
     if damping is not None:
         k = k * (1.0 - np.clip(np.asarray(damping, dtype=np.float32), 0.0, 1.0))

@@ -36,6 +36,8 @@ def skin_weight(outer: np.ndarray, not_skin: np.ndarray, trust: np.ndarray, pain
 def matched_color(warped: np.ndarray, target: np.ndarray, weight: np.ndarray, damping: np.ndarray,
                   frame: mask_ops.FaceFrame, tuning: MeshTuning) -> np.ndarray:
     """`warped` (uint8) with the `target`'s low frequencies, measured where `weight` is, over a blur of `color_sigma`
-    eye distances; the gain withheld by `feature_color_damping` where `damping` is. float32."""
+    eye distances (`chroma_sigma` for the chroma); the gain withheld by `feature_color_damping` where `damping` is.
+    float32."""
     return color_ops.match_low_frequency(warped, target, weight, tuning.color_sigma * frame.eye_distance,
-                                         tuning.color_strength, damping * np.float32(tuning.feature_color_damping))
+                                         tuning.color_strength, damping * np.float32(tuning.feature_color_damping),
+                                         tuning.chroma_sigma * frame.eye_distance)

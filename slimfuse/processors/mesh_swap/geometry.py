@@ -107,11 +107,10 @@ def per_pixel_affine(table: np.ndarray, triangle_ids: np.ndarray, x: np.ndarray,
     return x_per_x * x + x_per_y * y + x_offset, y_per_x * x + y_per_y * y + y_offset
 
 
-def warp_source(image: np.ndarray, to_source: np.ndarray, triangle_ids: np.ndarray, x: np.ndarray, y: np.ndarray,
-                magnified: bool, interpolation: Literal["linear", "cubic"]) -> np.ndarray:
-    """The source `image` rendered on the target mesh: each pixel, looking at (x, y) on the target mesh, samples the
-    source where its triangle's map `to_source` sends that point. One remap through the per-pixel triangle affine."""
-    map_x, map_y = per_pixel_affine(to_source, triangle_ids, x, y)
+def warp_source(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray, magnified: bool,
+                interpolation: Literal["linear", "cubic"]) -> np.ndarray:
+    """The source `image` rendered on the target mesh: one remap to the source positions (`per_pixel_affine` of the
+    map to the source)."""
     kernel = cv2.INTER_CUBIC if interpolation == "cubic" else cv2.INTER_LINEAR
     if magnified:  # a magnified source has no grain at this scale to keep
         return cv2.remap(image, map_x, map_y, kernel, borderMode=cv2.BORDER_REPLICATE)

@@ -1,6 +1,6 @@
 """Glasses: where they sit on a face, and their rims: lines much darker than their surroundings, thin, and long enough
-not to be creases, wrinkles or lashes. The source's are filled from the skin around them before the warp
-(`remove_source_glasses`); the target's stay in front of the swapped face (`keep_occluders`)."""
+not to be creases, wrinkles or lashes. The target's stay in front of the swapped face (`keep_occluders`); where the
+source's dark frames are is found with its hair (source_skin.py)."""
 from __future__ import annotations
 
 import cv2
@@ -8,7 +8,7 @@ import numpy as np
 
 from slimfuse.processors import color as color_ops
 from slimfuse.processors import mesh_masks as mask_ops
-from slimfuse.processors.mesh_swap.mesh import SwapMesh, face_extent
+from slimfuse.processors.mesh_swap.mesh import SwapMesh
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
 _SUBPIXEL_BITS = 4  # the eye rings are filled with this many bits of sub-pixel precision
@@ -51,33 +51,6 @@ def rims(darkness_map: np.ndarray, size: float, zone: np.ndarray, tuning: MeshTu
     extent = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT])
     long[1:] = extent >= tuning.occluder_length * size
     return long[labels]
-
-
-def without_glasses(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning) -> np.ndarray:
-    """The source `image` with thin dark lines in its glasses zone (rims, bridge, temple arms) filled from the skin
-    around them; the eyes with their lashes are left alone."""
-    size = face_extent(landmarks)
-    shape = image.shape[:2]
-    zone = glasses_zone(landmarks, mesh, size, shape, tuning.rims_reach, tuning) > 0.5
-    eyes = [mesh.ring_points(landmarks, name) for name in ("left_eye", "right_eye")]
-    spared = mask_ops.soft_from_distance(
-        shape, mask_ops.polygons_signed_distance(shape, eyes, 0.05 * size), 0.025 * size, 1.0) > 0
-    source_darkness = darkness(image, size, tuning)
-    lines = rims(source_darkness, size, zone, tuning) & ~spared
-    if not lines.any():
-        return image
-    # Hysteresis: fainter parts of the same lines (their soft edges, where they cross a brow) go too.
-    faint = (source_darkness > 0.5 * tuning.occluder_darkness) & zone & ~spared
-    count, labels = cv2.connectedComponents(faint.astype(np.uint8), connectivity=8)
-    touched = np.zeros(count, bool)
-    touched[np.unique(labels[lines])] = True
-    touched[0] = False
-    hole = dilated(touched[labels].astype(np.uint8), max(1, int(round(0.008 * size))))
-    # Filled from the skin around it only (not from brows, lashes or the rims' own soft edges), so no dark
-    # smear is dragged in.
-    skin = (hole == 0) & (source_darkness < 0.5 * tuning.occluder_darkness)
-    fill = color_ops.normalized_blur(image.astype(np.float32), skin.astype(np.float32), max(1.0, 0.02 * size))
-    return np.where(hole[..., None] > 0, np.clip(np.rint(fill), 0, 255), image).astype(np.uint8)
 
 
 def occluders(target: np.ndarray, warped: np.ndarray, vertices: np.ndarray, mesh: SwapMesh, size: float,

@@ -37,13 +37,17 @@ class SourceFace:
     image: RGB uint8 crop holding the source face; landmarks: (468, 3) float32 in that crop's pixels.
     levels: the image and its pyrDown halvings (level k has landmarks * 0.5**k), filled in automatically.
     face_size: the landmarks' bounding-box side in pixels, filled in automatically.
-    eye_openings: each eye's opening by the iris model (eyes.EYE_CONTOURS order), or None if not measured."""
+    eye_openings: each eye's opening by the iris model (eyes.EYE_CONTOURS order), or None if not measured.
+    usable: float32 map of the image, 1 where its pixels may be used and 0 on hair, a hat or frames
+    (source_skin.py), or None (all of it); usable_levels: its pyramid, filled in automatically."""
 
     image: np.ndarray
     landmarks: np.ndarray
     levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
     face_size: float = 0.0
     eye_openings: tuple[float, float] | None = None
+    usable: np.ndarray | None = field(default=None, repr=False)
+    usable_levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
     # Made on first use and kept: the magnified images by (factor, sharpen), the meshes by `source_mesh`'s key.
     _upsampled: dict[tuple[int, float], np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _meshes: dict[tuple[float, int, int], SourceMesh] = field(default_factory=dict, init=False, repr=False)
@@ -65,6 +69,17 @@ class SourceFace:
         object.__setattr__(self, "face_size", size)
         if not self.levels:
             object.__setattr__(self, "levels", _pyramid(image, size))
+        if self.usable is not None:
+            usable = np.ascontiguousarray(self.usable, dtype=np.float32)
+            if usable.shape != image.shape[:2]:
+                raise ValueError("SourceFace.usable must have the image's height and width")
+            levels = [usable]
+            while len(levels) < len(self.levels):  # pyrDown's sizes, as the image's levels
+                levels.append(cv2.pyrDown(levels[-1]))
+            for level in levels:
+                level.setflags(write=False)
+            object.__setattr__(self, "usable", usable)
+            object.__setattr__(self, "usable_levels", tuple(levels))
 
     @staticmethod
     def magnified(ratio: float) -> int:
@@ -147,6 +162,7 @@ class ScaledSource:
     magnification: int
     image: np.ndarray
     mesh: SourceMesh
+    usable: np.ndarray | None = None
 
     @property
     def level_ratio(self) -> float:
@@ -168,7 +184,8 @@ def scaled_source(source: SourceFace, target_landmarks: np.ndarray, mesh: SwapMe
     magnification = source.magnified(ratio) if level == 0 else 1
     image = source.upsampled(magnification, sharpen) if magnification > 1 else source.levels[level]
     return ScaledSource(ratio=ratio, level=level, magnification=magnification, image=image,
-                        mesh=source_mesh(source, mesh, level, magnification, closed_mouth))
+                        mesh=source_mesh(source, mesh, level, magnification, closed_mouth),
+                        usable=source.usable_levels[level] if source.usable_levels else None)
 
 
 def source_mesh(source: SourceFace, mesh: SwapMesh, level: int, magnification: int, closed_mouth: float) -> SourceMesh:

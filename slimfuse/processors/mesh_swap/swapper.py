@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from slimfuse.config import SwapOptions
@@ -13,11 +14,13 @@ from slimfuse.processors.mesh_swap.composition import (
     blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
-from slimfuse.processors.mesh_swap.geometry import Region, affine_tables, face_region, remap_keeping_grain, warp_source
-from slimfuse.processors.mesh_swap.glasses import occluders, without_glasses
+from slimfuse.processors.mesh_swap.geometry import (
+    Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, warp_source)
+from slimfuse.processors.mesh_swap.glasses import occluders
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
 from slimfuse.processors.mesh_swap.shape_transfer import ShapeTransfer, sample_points
 from slimfuse.processors.mesh_swap.source import ScaledSource, SourceFace, cut_out_source, scaled_source
+from slimfuse.processors.mesh_swap.source_skin import usable_source
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 from slimfuse.processors.mesh_swap.visibility import facing_coverage, texture_trust, visible_mesh
 
@@ -92,15 +95,15 @@ class MeshSwapper:
 
     def prepare_source(self, image: np.ndarray, landmarks: np.ndarray) -> SourceFace:
         """Cut the source face (with a margin) out of `image`, scaled down if it is larger than
-        `tuning.max_source_face`, its glasses removed if the options say so, and build its pyramid.
+        `tuning.max_source_face`, with the map of its pixels that may be used (not its hair or hat, nor its
+        glasses frames if the options say so) and its pyramid.
         image: RGB uint8; landmarks: (468, 3) pixels."""
         crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
         openings = None
         if self.eyes is not None:
             local, openings = self.eyes.lid_lines(crop, local)
-        if self.options.remove_source_glasses:
-            crop = without_glasses(crop, local, self.mesh, self.tuning)
-        return SourceFace(image=crop, landmarks=local, eye_openings=openings)
+        usable = usable_source(crop, local, self.mesh, self.tuning, self.options.remove_source_glasses)
+        return SourceFace(image=crop, landmarks=local, eye_openings=openings, usable=usable)
 
     def swap_crop(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> tuple[np.ndarray, np.ndarray]:
         """Swap the face in `crop` (RGB uint8) whose FaceMesh `landmarks` (468, 3) are in crop pixels.
@@ -142,18 +145,21 @@ class MeshSwapper:
     def _lid_lines(self, crop: np.ndarray, landmarks: np.ndarray,
                    source: SourceFace) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
         """The target's `landmarks` with its lid rings on the lid lines the iris model sees; the eyes less open than
-        `held_eye_opening` of the source's, which keep their opening; and those of them that are shut (under
-        `shut_eye_opening`), which keep their own lid line. Without the model (or a source measured by it): the
+        `held_eye_opening` of the source's, which keep their opening; and the shut eyes, which keep their own lid
+        line: both, when either reads under `shut_eye_opening`. Without the model (or a source measured by it): the
         landmarks as they are, and no such eyes."""
         if self.eyes is None or source.eye_openings is None:
             return landmarks, (), ()
         landmarks, openings = self.eyes.lid_lines(crop, landmarks)
         tuning = self.tuning
-        held = [(eye, opening) for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
-                                                                       strict=True)
-                if opening < tuning.held_eye_opening * source_opening]
-        return (landmarks, tuple(eye for eye, _ in held),
-                tuple(eye for eye, opening in held if opening < tuning.shut_eye_opening))
+        if min(openings) < tuning.shut_eye_opening:
+            # Eyes close together: an eye read open beside a shut one is mostly one under hair or in shadow, where
+            # the model sees an eye that is not there. Both keep their own lids (a wink keeps its open eye too).
+            return landmarks, tuple(EYE_CONTOURS), tuple(EYE_CONTOURS)
+        held = tuple(eye for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
+                                                                 strict=True)
+                     if opening < tuning.held_eye_opening * source_opening)
+        return landmarks, held, ()
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
@@ -176,7 +182,8 @@ class MeshSwapper:
                 keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
         """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips; `held_eyes`: their
         lids with their corners only), the source warped onto it (not on the lid lines of `shut_eyes`), and the
-        target's pixels and the footprint's maps moved along."""
+        target's pixels and the footprint's maps moved along; the texture is not trusted where the source is not
+        usable (its hair, hat or frames), so the target's own pixels stay there."""
         region, tuning = footprint.region, self.tuning
         shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips,
                                                   held_eyes) if tuning.shape_transfer > 0 else None)
@@ -192,8 +199,10 @@ class MeshSwapper:
             triangle_ids = points.triangle_ids(triangle_ids)
             kept, trust, not_skin, damping = points.resampled(kept, trust, not_skin, damping)
             target = remap_keeping_grain(target, points.x, points.y)
-        warped = warp_source(scaled.image, to_source, triangle_ids, points.x, points.y, scaled.magnification > 1,
-                             tuning.interpolation)
+        map_x, map_y = per_pixel_affine(to_source, triangle_ids, points.x, points.y)
+        warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
+        if scaled.usable is not None:  # the source's hair, hat or frames: not trusted at all
+            trust = trust * _warped_usable(scaled, map_x, map_y)
         return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
                         kept=kept, trust=trust, not_skin=not_skin, damping=damping)
 
@@ -217,3 +226,13 @@ class MeshSwapper:
                                    self.tuning)
         return SwapLayers(box=footprint.region.box, base=np.ascontiguousarray(target), warped=rendered.warped,
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)
+
+
+def _warped_usable(scaled: ScaledSource, map_x: np.ndarray, map_y: np.ndarray) -> np.ndarray:
+    """The source's usable map rendered on the target mesh (`map_x`, `map_y` in `scaled.image`'s pixels; a magnified
+    source's map is read at level 0)."""
+    assert scaled.usable is not None
+    if scaled.magnification > 1:
+        factor = np.float32(scaled.magnification)
+        map_x, map_y = (map_x + np.float32(0.5)) / factor - np.float32(0.5), (map_y + np.float32(0.5)) / factor - np.float32(0.5)
+    return cv2.remap(scaled.usable, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)

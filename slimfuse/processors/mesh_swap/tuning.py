@@ -16,7 +16,7 @@ class MeshTuning:
     rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
     occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
     poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
-    mask_erode: float = 0.03  # the mask edge starts this far inside the face outline
+    mask_erode: float = 0.015  # the mask edge starts this far inside the face outline
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
     mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
     mask_feather: float = 0.08  # width of the alpha ramp at the face edge
@@ -29,6 +29,14 @@ class MeshTuning:
     shut_eye_opening: float = 0.07  # ... and one less open than this (of its width squared) is shut: it keeps its
     # own lid line and lashes,
     shut_eye_grow: float = 0.02  # ... this far past its lid ring
+    not_skin_distance: float = 3.5  # a source pixel this many standard scores (CIELAB, against its cheeks' skin) off
+    # the skin colour starts to be something else (hair, a hat, frames) ...
+    not_skin_ramp: float = 2.0  # ... and is surely so this many more on,
+    not_skin_darker: float = 1.0  # ... if it is also darker than the skin by this many (lightness) scores;
+    hair_grow: float = 0.03  # such a region above the eyes grows and softens by this much
+    frame_grow: float = 0.012  # ... and one in the glasses zone by this much
+    frame_black: float = 4.5  # a source pixel darker than the skin by this many (lightness) scores is a frame's rim
+    # even on a brow
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
     detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
@@ -40,10 +48,11 @@ class MeshTuning:
     # skin: pores and fine wrinkles pass, the target's own edges (glasses rims, nose outline, deep folds) stay faint
     color_strength: float = 1.0  # 0 = keep the source's colour, 1 = take the target's low frequencies
     color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
+    chroma_sigma: float = 0.25  # ... for the chroma: light whose colour changes across the face is followed
     feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
     max_stretch: float = 2.5  # texture magnified (in area) this much more than the face as a whole starts to
     # fade out, and is gone at twice that (seen obliquely in the source, or mouth closed there and open here)
-    shape_transfer: float = 0.7  # 0 = keep the target's feature layout, 1 = move it fully to the source's
+    shape_transfer: float = 0.9  # 0 = keep the target's feature layout, 1 = move it fully to the source's
     shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
     max_shape_shift: float = 0.08  # no vertex moves more than this
     max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
@@ -52,11 +61,11 @@ class MeshTuning:
     def __post_init__(self) -> None:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
-        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
-                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow"):
+        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "chroma_sigma", "detail_border",
+                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        for name in ("mask_feather", "hole_feather"):
+        for name in ("mask_feather", "hole_feather", "not_skin_ramp"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
