@@ -41,11 +41,10 @@ from PIL import Image
 from slimfuse.bench import face_measures as fm
 from slimfuse.bench.face_judge import Box, FaceJudge, FoundFace, JudgeUnavailable
 from slimfuse.bench.photo_set import PHOTO_SETS, PhotosUnavailable, fetch
-from slimfuse.bench.quality import Crop, Results, Swapper, load_photos, write_crops
+from slimfuse.bench.quality import GLASSES_SOURCE, Crop, Results, Swapper, load_photos, write_crops
 
 SOURCES = ("astronaut", "grace_hopper")
 FRINGE_SOURCE = "astronaut"
-GLASSES_SOURCE = "grace_hopper"
 SAME_PERSON = 0.6  # dlib's distance below which two faces are the same person
 SHARE_GOAL = 0.96
 NARROW_PX = 640

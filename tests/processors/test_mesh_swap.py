@@ -597,8 +597,9 @@ def test_the_source_s_fringe_leaves_the_target_s_forehead_alone(topology, faces)
     source = swapper.prepare_source(*faces["astronaut"])
     every_pixel = SourceFace(image=source.image, landmarks=source.landmarks)
     top, brows = float(crop_lm[10, 1]), float(min(crop_lm[105, 1], crop_lm[334, 1]))
-    # the lower part of the forehead between the face oval's top and the brows (the mask fades out above it)
-    band = np.s_[int(top + 0.6 * (brows - top)):int(top + 0.85 * (brows - top)),
+    # the forehead between the face oval's top and the brows, where the mask is (it fades out above) and her brows,
+    # higher than Grace Hopper's, do not come (below)
+    band = np.s_[int(top + 0.4 * (brows - top)):int(top + 0.7 * (brows - top)),
                  int(crop_lm[105, 0]):int(crop_lm[334, 0])]
 
     def change(src: SourceFace) -> float:
@@ -606,8 +607,8 @@ def test_the_source_s_fringe_leaves_the_target_s_forehead_alone(topology, faces)
         return float(color_ops.luma(out[band].astype(np.float32)).mean()
                      - color_ops.luma(crop[band].astype(np.float32)).mean())
 
-    assert abs(change(source)) <= 5.0
-    assert change(every_pixel) < -7.0
+    assert abs(change(source)) <= 3.0
+    assert change(every_pixel) < -5.0
 
 
 def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, faces, pool) -> None:
