@@ -347,6 +347,11 @@ def test_options_are_validated() -> None:
         MeshTuning(detail_floor=1.5)
     with pytest.raises(ValueError):
         MeshTuning(occluder_width=0)
+    for name in ("chroma_sigma", "not_skin_ramp"):
+        with pytest.raises(ValueError, match=name):
+            MeshTuning(**{name: 0.0})
+    with pytest.raises(ValueError, match="hair_grow"):
+        MeshTuning(hair_grow=-0.01)
 
 
 # ------------------------------------------------------------------------------------------ photo-likeness

@@ -39,7 +39,8 @@ class SourceFace:
     face_size: the landmarks' bounding-box side in pixels, filled in automatically.
     eye_openings: each eye's opening by the iris model (eyes.EYE_CONTOURS order), or None if not measured.
     usable: float32 map of the image, 1 where its pixels may be used and 0 on hair, a hat or frames
-    (source_skin.py), or None (all of it); usable_levels: its pyramid, filled in automatically."""
+    (source_skin.py, made by `MeshSwapper.prepare_source` for its options), or None (all of it); usable_levels: its
+    pyramid, filled in automatically."""
 
     image: np.ndarray
     landmarks: np.ndarray

@@ -61,11 +61,12 @@ class MeshTuning:
     def __post_init__(self) -> None:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
-        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "chroma_sigma", "detail_border",
-                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "not_skin_distance", "hair_grow", "frame_grow"):
+        for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
+                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "not_skin_distance", "hair_grow",
+                     "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        for name in ("mask_feather", "hole_feather", "not_skin_ramp"):
+        for name in ("mask_feather", "hole_feather", "not_skin_ramp", "chroma_sigma"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
