@@ -121,7 +121,7 @@ class MemoryPlan:
     frame_bytes: int
     estimated_peak_bytes: int
     minimum_budget_bytes: int
-    """The smallest budget this job fits in (batch 1, one frame queued, the largest model alone)."""
+    """The smallest budget this job fits in (batch 1, one frame queued, the analysis models and the largest other one)."""
     codec_threads: int = 0
     """Threads of the video decoder and encoder: 0 lets FFmpeg choose (no budget), CODEC_THREADS under a budget,
     1 when the budget is tight."""
@@ -188,7 +188,10 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
     take_turns = one_generator and len(generators) > 1  # a generator alone has nothing to take turns with
     if take_turns:
         weights -= sum(generators) - max(generators, default=0)
-    largest_weight = max((need.weight_bytes + need.load_bytes for need in models), default=0)
+    # The analysis models (detectors, landmarkers, the recognizer) stay with the analyser for the whole run,
+    # whatever the pool's turns: the smallest budget holds them all, the largest generator and one load.
+    least_weights = (sum(need.weight_bytes for need in models if need.kind not in GENERATOR_KINDS)
+                     + max(generators, default=0) + loading)
     tiles = [need.tile for need in models if need.tile]
 
     def frames(setting: _Setting) -> int:  # the queues, a chunk, the codecs, the frames being worked on
@@ -224,7 +227,7 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
     least = setting
     while (smaller := concede(least)) is not None:
         least = smaller
-    minimum = int((baseline + frames(least) + activations(least) + largest_weight) / PLANNED_SHARE)
+    minimum = int((baseline + frames(least) + activations(least) + least_weights) / PLANNED_SHARE)
     if budget_bytes is None:
         return plan(setting, weights - loading + CONSTANTS_SLACK if take_turns else None,
                     baseline + frames(setting) + activations(setting) + weights)
@@ -232,8 +235,9 @@ def plan_memory(models: Sequence[ModelNeed], budget_bytes: int | None, baseline_
         raise MemoryBudgetError(detail=(
             f"--memory-budget {budget_bytes / MB:g} MB is too small for this job: it needs at least "
             f"{-(-minimum // MB)} MB ({'process RSS' if host else 'device memory'}: "
-            f"{baseline / MB:.0f} MB already in use, {largest_weight / MB:.0f} MB to load and hold the largest model, "
-            f"the rest for its activations, the frames and a margin of {1 - PLANNED_SHARE:.0%})"))
+            f"{baseline / MB:.0f} MB already in use, {least_weights / MB:.0f} MB for the models it holds at once (the "
+            f"analysis models, the largest other one and a load), the rest for its activations, the frames and a "
+            f"margin of {1 - PLANNED_SHARE:.0%})"))
     room = int(budget_bytes * PLANNED_SHARE)
     while True:
         need = baseline + frames(setting) + activations(setting) + weights

@@ -57,11 +57,13 @@ def test_batches_shrink_first_then_codec_threads_then_queues_then_workers_then_r
 
 
 def test_an_impossible_budget_is_refused_with_the_smallest_that_works() -> None:
-    with pytest.raises(MemoryBudgetError, match="needs at least 617 MB") as refused:
+    with pytest.raises(MemoryBudgetError, match="needs at least 619 MB") as refused:
         plan(600)
     assert refused.value.exit_code == 41
-    smallest = plan(617)  # what the message said is enough: the largest model alone, one frame queued, batch 1
-    assert smallest.minimum_budget_bytes <= 617 * MB and smallest.pool_budget_bytes == pytest.approx(300 * MB, abs=MB)
+    # what the message said is enough: the detector (held throughout) and the largest model, one frame queued, batch 1
+    smallest = plan(619)
+    assert smallest.minimum_budget_bytes <= 619 * MB
+    assert smallest.pool_budget_bytes is not None and 302 * MB <= smallest.pool_budget_bytes <= 305 * MB
 
 
 def test_on_a_gpu_the_budget_counts_models_and_activations_only() -> None:
@@ -97,7 +99,8 @@ def test_the_swap_refuses_a_budget_before_any_work(capsys: pytest.CaptureFixture
     smallest = int(error.split("needs at least ")[1].split(" MB")[0])
     assert main([*args, "--memory-budget", str(smallest)]) == 0 and output.exists()  # the stated minimum runs
     planned = json.loads(report.read_text())
-    assert planned["memory_plan"]["budget_mb"] == smallest and not planned["memory_plan"]["all_resident"]
+    # the mesh swap's models are all analysis models, which the smallest budget holds at once
+    assert planned["memory_plan"]["budget_mb"] == smallest and planned["memory_plan"]["all_resident"]
     assert planned["pool"]["budget_bytes"] / MB == pytest.approx(planned["memory_plan"]["pool_budget_mb"], abs=0.1)
 
 
