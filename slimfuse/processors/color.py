@@ -152,20 +152,16 @@ def match_low_frequency(warped: np.ndarray, target: np.ndarray, weight: np.ndarr
     ty, tr, tbl = cv2.split(tgt)
     e = np.float32(_CHROMA_OFFSET)
     target_low, source_low = _normalized_blurs_small([tgt, src], weight, sigma)
-    ty_lo, tr_lo, tb_lo = cv2.split(target_low)
-    sy_lo, sr_lo, sb_lo = cv2.split(source_low)
-    cy_lo = cy_src_lo = None
+    ty_lo, sy_lo = cv2.split(target_low)[0], cv2.split(source_low)[0]
     if chroma_sigma is not None and chroma_sigma != sigma:
-        target_chroma, source_chroma = _normalized_blurs_small([tgt, src], weight, chroma_sigma)
-        cy_lo, tr_lo, tb_lo = cv2.split(target_chroma)
-        cy_src_lo, sr_lo, sb_lo = cv2.split(source_chroma)
+        target_low, source_low = _normalized_blurs_small([tgt, src], weight, chroma_sigma)
+    cy_lo, tr_lo, tb_lo = cv2.split(target_low)  # the chroma's fields, with the luma they are relative to
+    cy_src_lo, sr_lo, sb_lo = cv2.split(source_low)
     # The skin's chroma relative to its luma (chromaticity): shading is multiplicative, so a darker pixel of the
     # same skin, a brow or a lash, carries proportionally less of it; adding the bright skin's chroma to it in
     # full would make it a saturated brown that neither photo has. The source's chroma detail is what its pixel
     # has beyond its own skin's chromaticity at that brightness.
     log_gain, t_luma = _enlarged((h, wd), np.log(np.clip((ty_lo + 1.0) / (sy_lo + 1.0), _MIN_GAIN, _MAX_GAIN)), ty_lo)
-    if cy_lo is None or cy_src_lo is None:
-        cy_lo, cy_src_lo = ty_lo, sy_lo
     s_ratio_r, s_ratio_b, t_ratio_r, t_ratio_b, t_colour = _enlarged(
         (h, wd), sr_lo / (cy_src_lo + e), sb_lo / (cy_src_lo + e), tr_lo / (cy_lo + e), tb_lo / (cy_lo + e),
         _colourfulness(tr_lo, tb_lo))

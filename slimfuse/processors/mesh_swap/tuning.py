@@ -32,7 +32,8 @@ class MeshTuning:
     not_skin_distance: float = 3.5  # a source pixel this many standard scores (CIELAB, against its cheeks' skin) off
     # the skin colour starts to be something else (hair, a hat, frames) ...
     not_skin_ramp: float = 2.0  # ... and is surely so this many more on,
-    not_skin_darker: float = 1.0  # ... if it is also darker than the skin by this many (lightness) scores;
+    not_skin_darker: float = 1.0  # ... if it is also darker (or, above the eyes, yellower) than the skin by this
+    # many scores;
     hair_grow: float = 0.03  # such a region above the eyes grows and softens by this much
     frame_grow: float = 0.012  # ... and one in the glasses zone by this much
     frame_black: float = 4.5  # a source pixel darker than the skin by this many (lightness) scores is a frame's rim
