@@ -18,6 +18,7 @@ from slimfuse.processors.mesh_swap.geometry import (
     Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, warp_source)
 from slimfuse.processors.mesh_swap.glasses import occluders
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
+from slimfuse.processors.mesh_swap.seam import seam_matched
 from slimfuse.processors.mesh_swap.shape_transfer import ShapeTransfer, sample_points
 from slimfuse.processors.mesh_swap.source import ScaledSource, SourceFace, cut_out_source, scaled_source
 from slimfuse.processors.mesh_swap.source_skin import usable_source
@@ -51,7 +52,8 @@ class SwapLayers:
 class Footprint:
     """Where one target face lies in its crop, cut to its outer mask's box: `region` (with the target's vertices),
     `drawable` (T,) triangles not degenerate, and the region's images: `triangle_ids` (the triangle seen), `trust`
-    (of the source's texture), `outer` (the mask at the face's edge) and `border` (its detail zone)."""
+    (of the source's texture), `outer` (the mask at the face's edge), `border` (its detail zone) and `seam` (where
+    the face takes the target's light and grain)."""
 
     region: Region
     drawable: np.ndarray
@@ -59,6 +61,7 @@ class Footprint:
     trust: np.ndarray
     outer: np.ndarray
     border: np.ndarray
+    seam: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,7 +171,7 @@ class MeshSwapper:
         if not visible.triangle_ids.any():
             return None
         trust = texture_trust(visible, scaled.mesh.areas, scaled.area_ratio, frame.size, self.tuning.max_stretch)
-        outer, border = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, self.tuning)
+        outer, border, seam = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, self.tuning)
         # Nothing changes where the outer mask is 0 (the shift fades out with it too), so the rest works on its
         # bounding box, a few pixels wider for the shape transfer's reach there: about a third fewer pixels.
         face = region.around(outer > 0, BOX_MARGIN)
@@ -176,7 +179,7 @@ class MeshSwapper:
             return None
         window = face.within(region)
         return Footprint(region=face, drawable=visible.drawable, triangle_ids=visible.triangle_ids[window],
-                         trust=trust[window], outer=outer[window], border=border[window])
+                         trust=trust[window], outer=outer[window], border=border[window], seam=seam[window])
 
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
                 keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
@@ -209,7 +212,7 @@ class MeshSwapper:
     def _compose(self, rendered: Rendered, footprint: Footprint, frame: FaceFrame,
                  scaled: ScaledSource) -> SwapLayers | None:
         """Composition, colour and detail: the rendered face's alpha over the target (None where it changes
-        nothing), its colour and its finest detail matched to the target's."""
+        nothing), its colour and its finest detail matched to the target's, and its light and grain at the seam."""
         target, in_front = rendered.target, None
         if self.options.keep_occluders:
             # The target's glasses stay in front: unmoved, over the swapped face.
@@ -224,6 +227,9 @@ class MeshSwapper:
         corrected = matched_color(rendered.warped, target, weight, rendered.damping, frame, self.tuning)
         corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
                                    self.tuning)
+        # The features (eyes, lips) are the source's even where the seam reaches them.
+        corrected = seam_matched(corrected, target, footprint.seam * (1.0 - rendered.not_skin), alpha > 0, frame.size,
+                                 self.tuning)
         return SwapLayers(box=footprint.region.box, base=np.ascontiguousarray(target), warped=rendered.warped,
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)
 

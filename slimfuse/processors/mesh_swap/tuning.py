@@ -16,10 +16,15 @@ class MeshTuning:
     rims_reach: float = 0.15  # rims are looked for this far past the eyelid rings
     occluder_width: float = 0.04  # the widest line that counts (half-width, of the face size)
     poisson_max_shift: float = 8.0  # Poisson blending moves the colour-corrected face by at most this (levels)
-    mask_erode: float = 0.015  # the mask edge starts this far inside the face outline
+    mask_erode: float = 0.0  # the mask edge starts this far inside the face outline (the seam keeps the
+    # source's own outline shading off the target)
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
     mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
-    mask_feather: float = 0.08  # width of the alpha ramp at the face edge
+    mask_feather: float = 0.06  # width of the alpha ramp at the face edge
+    seam_fade: float = 0.6  # the seam (the target's light and grain) runs over the ramp and fades over this many
+    # ramp widths further in,
+    seam_light: float = 0.05  # ... its light is the target's below this blur sigma,
+    seam_grain: float = 0.02  # ... and the source's grain finer than this is held to the target's energy
     hole_feather: float = 0.02  # width of the alpha ramp at a kept mouth / kept eyes
     closed_mouth: float = 0.015  # a mouth whose inner-lip opening is below this (of the face size) is closed
     pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
@@ -67,7 +72,8 @@ class MeshTuning:
                      "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        for name in ("mask_feather", "hole_feather", "not_skin_ramp", "chroma_sigma"):
+        for name in ("mask_feather", "hole_feather", "not_skin_ramp", "chroma_sigma", "seam_fade", "seam_light",
+                     "seam_grain"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
