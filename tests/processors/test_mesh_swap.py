@@ -641,9 +641,9 @@ def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, face
 
 
 def _ramp_figures(layers) -> tuple[float, float]:
-    """Along the outer mask's ramp (0.05 < alpha < 0.95, off the features' own ramps): the mean luma difference of
-    the rendered face's light (blur sigma 3) from the target's, and the face's grain (luma less that light) energy
-    over the target's."""
+    """Along the outer mask's ramp (0.05 < alpha < 0.95 near the changed region's edge, so not the features' own
+    ramps inside it): the mean luma difference of the rendered face's light (blur sigma 3) from the target's, and the
+    face's grain (luma less that light) energy over the target's."""
     changed = (layers.changed > 0).astype(np.uint8)
     # the layers' box is about the face: the ramp lies within a tenth of it from the changed region's edge
     near_edge = cv2.distanceTransform(changed, cv2.DIST_L2, 5) < 0.1 * max(changed.shape)
