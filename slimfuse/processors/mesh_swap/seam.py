@@ -22,7 +22,8 @@ def seam_matched(corrected: np.ndarray, target: np.ndarray, seam: np.ndarray, sh
     if not seam.any() or not shown.any():
         return corrected
     target_float = target.astype(np.float32)
-    # Both lights over the same pixels, the same way: a face that is the target's own comes back unchanged.
+    # Both lights over the same pixels, the same way: a face that is the target's own comes back as itself (to the
+    # float rounding).
     weight, sigma = shown.astype(np.float32), max(1.0, tuning.seam_light * size)
     face_light = color_ops.normalized_blur(corrected, weight, sigma)
     target_light = color_ops.normalized_blur(target_float, weight, sigma)
