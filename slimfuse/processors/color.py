@@ -27,14 +27,20 @@ def normalized_blur(image: np.ndarray, weight: np.ndarray, sigma: float) -> np.n
 
     Returns float32 (H, W, C): sum(G * w * I) / sum(G * w). Where no weight lies within reach the weighted
     mean of the whole image is used, so the result is defined everywhere."""
-    img: np.ndarray = np.asarray(image, dtype=np.float32)
-    h, wd = img.shape[:2]
-    small = _normalized_blurs_small([img], weight, sigma)[0]
-    if small.shape[:2] != (h, wd):
-        small = cv2.resize(small, (wd, h), interpolation=cv2.INTER_LINEAR)
-    if small.ndim == 2:
-        small = small[..., None]
-    return small.astype(np.float32)
+    return normalized_blurs([image], weight, sigma)[0]
+
+
+def normalized_blurs(images: list[np.ndarray], weight: np.ndarray, sigma: float) -> list[np.ndarray]:
+    """`normalized_blur` of each image under one weight, whose sums are made once."""
+    h, wd = np.shape(weight)[:2]
+    out = []
+    for small in _normalized_blurs_small([np.asarray(image, dtype=np.float32) for image in images], weight, sigma):
+        if small.shape[:2] != (h, wd):
+            small = cv2.resize(small, (wd, h), interpolation=cv2.INTER_LINEAR)
+        if small.ndim == 2:
+            small = small[..., None]
+        out.append(small.astype(np.float32))
+    return out
 
 
 def _normalized_blurs_small(images: list[np.ndarray], weight: np.ndarray, sigma: float) -> list[np.ndarray]:
@@ -78,8 +84,7 @@ def low_frequency_gain(warped: np.ndarray, target: np.ndarray, weight: np.ndarra
     warped, target: (H, W, 3) in 0..255 (any dtype); weight: (H, W) where the statistics are taken;
     strength: exponent on the gain (0 = no change, 1 = full match);
     damping: optional (H, W) in [0, 1]: the gain's exponent is scaled by (1 - damping) there."""
-    tb = normalized_blur(np.asarray(target, dtype=np.float32), weight, sigma)
-    wb = normalized_blur(np.asarray(warped, dtype=np.float32), weight, sigma)
+    tb, wb = normalized_blurs([target, warped], weight, sigma)
     log_gain = np.log(np.clip((tb + 1.0) / (wb + 1.0), _MIN_GAIN, _MAX_GAIN))
     k: np.ndarray | np.float32 = np.float32(strength)
     if damping is not None:

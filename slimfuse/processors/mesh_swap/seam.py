@@ -25,8 +25,7 @@ def seam_matched(corrected: np.ndarray, target: np.ndarray, seam: np.ndarray, sh
     # Both lights over the same pixels, the same way: a face that is the target's own comes back as itself (to the
     # float rounding).
     weight, sigma = shown.astype(np.float32), max(1.0, tuning.seam_light * size)
-    face_light = color_ops.normalized_blur(corrected, weight, sigma)
-    target_light = color_ops.normalized_blur(target_float, weight, sigma)
+    face_light, target_light = color_ops.normalized_blurs([corrected, target_float], weight, sigma)
     # Off the shown pixels the face's light stands in, so what lies there (hair, unpainted) adds no grain nearby.
     grain = np.where(shown[..., None], corrected, face_light) - face_light
     grain = _grain_held(grain, color_ops.luma(target_float - target_light), seam, tuning.seam_grain * size)
