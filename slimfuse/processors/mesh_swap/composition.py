@@ -2,17 +2,19 @@
 
 The outer mask is the face's front-facing coverage, eroded and feathered by fractions of the face size (more at the
 forehead and the jaw, where the mesh edge is least reliable); the target keeps its own pixels where it is 0, in the
-kept regions (a mouth interior, eyes, the eye region), where the source's texture is not trusted, and under its own
-glasses (`keep_occluders`). The blend is feathered alpha by default, or Poisson (`cv2.seamlessClone`)."""
+kept regions (a mouth interior, eyes, the eye region, the source's eyes on a shut eye), where the source's texture
+is not trusted, and under its own glasses (`keep_occluders`). The blend is feathered alpha by default, or Poisson
+(`cv2.seamlessClone`)."""
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from slimfuse.config import SwapOptions
 from slimfuse.processors import blend as blend_ops
 from slimfuse.processors import mesh_masks as mask_ops
 from slimfuse.processors.mesh_swap.glasses import glasses_zone
-from slimfuse.processors.mesh_swap.mesh import SwapMesh, ring_opening
+from slimfuse.processors.mesh_swap.mesh import SwapMesh, face_extent, ring_opening
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
 SMALLEST_ALPHA = 1.0 / 512  # an alpha below this is 0: it would not change an 8-bit pixel
@@ -59,6 +61,26 @@ def kept_regions(vertices: np.ndarray, mesh: SwapMesh, frame: mask_ops.FaceFrame
                       *((eye, tuning.shut_eye_grow) for eye in shut_eyes if not options.keep_eyes)):
         kept = np.maximum(kept, mask_ops.soft_polygons(shape, [mesh.ring_points(vertices, eye)], grow * size, feather))
     return kept
+
+
+def source_eyes(source_vertices: np.ndarray, mesh: SwapMesh, eyes: tuple[str, ...], map_x: np.ndarray,
+                map_y: np.ndarray, tuning: MeshTuning) -> np.ndarray:
+    """Where the source's `eyes` land on the target (float32, soft-edged): their lid rings among the source's
+    `source_vertices`, grown by `shut_source_eye_grow` of the source face, read through the maps to the source. A
+    shut target eye keeps its own pixels there: its lid line covers the source's lid ring, but the source's lashes,
+    lid crease and the rest of an open eye around the ring would still show above and below it."""
+    if not eyes:
+        return np.zeros(map_x.shape, np.float32)
+    size = face_extent(source_vertices)
+    grow, feather = tuning.shut_source_eye_grow * size, max(1.0, tuning.hole_feather * size)
+    rings = [mesh.ring_points(source_vertices, eye) for eye in eyes]
+    # Drawn on the rings' box only: the source image may be a magnified copy many times the face's size.
+    low = np.floor(np.min([ring.min(0) for ring in rings], axis=0) - grow - feather).astype(int)
+    high = np.ceil(np.max([ring.max(0) for ring in rings], axis=0) + grow + feather).astype(int)
+    drawn = mask_ops.soft_polygons((int(high[1] - low[1]), int(high[0] - low[0])), [ring - low for ring in rings],
+                                   grow, feather)
+    return cv2.remap(drawn, map_x - np.float32(low[0]), map_y - np.float32(low[1]), cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
 
 
 def face_alpha(outer: np.ndarray, kept: np.ndarray, trust: np.ndarray, in_front: np.ndarray | None,

@@ -11,7 +11,7 @@ from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.processors.mesh_masks import FaceFrame
 from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_color, skin_weight
 from slimfuse.processors.mesh_swap.composition import (
-    blended, changed_alpha, face_alpha, kept_regions, outer_mask, with_target_in_front)
+    blended, changed_alpha, face_alpha, kept_regions, outer_mask, source_eyes, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.geometry import (
@@ -184,9 +184,9 @@ class MeshSwapper:
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
                 keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
         """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips; `held_eyes`: their
-        lids with their corners only), the source warped onto it (not on the lid lines of `shut_eyes`), and the
-        target's pixels and the footprint's maps moved along; the texture is not trusted where the source is not
-        usable (its hair, hat or frames), so the target's own pixels stay there."""
+        lids with their corners only), the source warped onto it (not on the lid lines of `shut_eyes`, nor where the
+        source's eyes land on them), and the target's pixels and the footprint's maps moved along; the texture is not
+        trusted where the source is not usable (its hair, hat or frames), so the target's own pixels stay there."""
         region, tuning = footprint.region, self.tuning
         shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips,
                                                   held_eyes) if tuning.shape_transfer > 0 else None)
@@ -206,6 +206,8 @@ class MeshSwapper:
         warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
         if scaled.usable is not None:  # the source's hair, hat or frames: not trusted at all
             trust = trust * _warped_usable(scaled, map_x, map_y)
+        if shut_eyes and not self.options.keep_eyes:
+            kept = np.maximum(kept, source_eyes(scaled.mesh.vertices, self.mesh, shut_eyes, map_x, map_y, tuning))
         return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
                         kept=kept, trust=trust, not_skin=not_skin, damping=damping)
 

@@ -33,7 +33,9 @@ class MeshTuning:
     # its opening: the shape transfer moves its lids with its corners only
     shut_eye_opening: float = 0.07  # ... and one less open than this (of its width squared) is shut: it keeps its
     # own lid line and lashes,
-    shut_eye_grow: float = 0.02  # ... this far past its lid ring
+    shut_eye_grow: float = 0.02  # ... this far past its lid ring,
+    shut_source_eye_grow: float = 0.045  # ... and none of the source's eye shows on it: the target stays wherever the
+    # source's lid ring, grown this much (of the source face), lands
     not_skin_distance: float = 3.5  # a source pixel this many standard scores (CIELAB, against its cheeks' skin) off
     # the skin colour starts to be something else (hair, a hat, frames) ...
     not_skin_ramp: float = 2.0  # ... and is surely so this many more on,
@@ -68,7 +70,8 @@ class MeshTuning:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
-                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "not_skin_distance", "hair_grow",
+                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "shut_source_eye_grow",
+                     "not_skin_distance", "hair_grow",
                      "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
