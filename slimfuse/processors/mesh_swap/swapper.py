@@ -166,9 +166,9 @@ class MeshSwapper:
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
-        cut to the mask's box (None if nothing of the face is seen)."""
+        cut to the mask's box (None if nothing of the face is seen, or the face is seen in profile)."""
         visible = visible_mesh(self.mesh.triangles, region.vertices, region.shape)
-        if not visible.triangle_ids.any():
+        if not visible.triangle_ids.any() or visible.facing_away > self.tuning.max_facing_away:
             return None
         trust = texture_trust(visible, scaled.mesh.areas, scaled.area_ratio, frame.size, self.tuning.max_stretch)
         outer, border, seam = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, self.tuning)

@@ -63,6 +63,9 @@ class MeshTuning:
     shape_transfer: float = 0.9  # 0 = keep the target's feature layout, 1 = move it fully to the source's
     shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
     max_shape_shift: float = 0.08  # no vertex moves more than this
+    max_facing_away: float = 0.12  # a face whose mesh faces away over more than this share of its area is seen in
+    # profile: FaceMesh folds its far half onto the nose line, and the swap would paint an eye and a mouth where the
+    # face has none; it is left as it is (turned faces up to about 60 degrees stay under 0.07)
     max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
     interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
 
@@ -85,6 +88,8 @@ class MeshTuning:
             raise ValueError("shape_transfer must lie in [0, 1]")
         if self.shape_rings < 1 or self.max_shape_shift < 0:
             raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
+        if not 0.0 < self.max_facing_away <= 1.0:
+            raise ValueError("max_facing_away must lie in (0, 1]")
         if self.max_stretch < 1.0:
             raise ValueError("max_stretch must be at least 1")
         if self.detail_texture <= 0:

@@ -27,6 +27,12 @@ class VisibleMesh:
     facing: np.ndarray
     triangle_ids: np.ndarray
 
+    @property
+    def facing_away(self) -> float:
+        """The share of the mesh's (projected) area in triangles facing away from the camera."""
+        total = float(np.abs(self.areas).sum())
+        return float(-self.areas[self.areas < 0].sum()) / total if total > 0 else 0.0
+
 
 def visible_mesh(triangles: np.ndarray, vertices: np.ndarray, shape: tuple[int, int]) -> VisibleMesh:
     """`triangles` of the mesh with `vertices` (in the region's pixels) seen in a region of `shape`."""
