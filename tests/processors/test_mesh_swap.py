@@ -354,6 +354,11 @@ def test_options_are_validated() -> None:
             MeshTuning(**{name: 0.0})
     with pytest.raises(ValueError, match="hair_grow"):
         MeshTuning(hair_grow=-0.01)
+    with pytest.raises(ValueError, match="shut_source_eye_grow"):
+        MeshTuning(shut_source_eye_grow=-0.01)
+    for facing_away in (0.0, 1.5):
+        with pytest.raises(ValueError, match="max_facing_away"):
+            MeshTuning(max_facing_away=facing_away)
 
 
 # ------------------------------------------------------------------------------------------ photo-likeness
