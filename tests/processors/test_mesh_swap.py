@@ -380,11 +380,14 @@ def pipeline_swap(topology: MeshTopology, faces: dict, pool: ModelPool, source: 
 
 
 def test_a_photo_swapped_onto_itself_is_not_resampled(topology, faces, pool) -> None:
-    """The crop is cut on whole pixels and the source texture sampled once: nothing blurs."""
+    """The crop is cut on whole pixels and the source texture sampled once: nothing blurs (a resampled edge would
+    be off by tens of levels); what is left is the float rounding of the colour and seam steps, a level or two, and
+    3 on a pixel or so where the source's usable map ramps (Grace Hopper's brows beside her frames)."""
     for name in ("grace_hopper", "astronaut"):
         out = pipeline_swap(topology, faces, pool, name, name)
         frame = faces[name][0]
-        assert np.abs(out.astype(int) - frame.astype(int)).max() <= 2, name
+        difference = np.abs(out.astype(int) - frame.astype(int)).max(axis=2)
+        assert difference.max() <= 3 and int((difference >= 2).sum()) < 50, name
 
 
 def test_a_small_source_is_magnified_once_with_lanczos(topology, faces) -> None:
@@ -598,6 +601,16 @@ def _shut_right_eye(image: np.ndarray, landmarks: np.ndarray, eyes: EyeLandmarke
     cv2.polylines(shut, [np.round(ring[:9]).astype(np.int32)], False, (40, 30, 30), max(2, int(width * 0.06)),
                   cv2.LINE_AA)
     return shut
+
+
+def test_the_usable_map_has_no_hard_edge(topology, faces) -> None:
+    """Where the astronaut's fringe meets her brows (which are always used), the usable map still ramps: a step from
+    0 to 1 between two pixels left a staircase of pixels along the brow's edge in the swapped face."""
+    source = MeshSwapper(topology).prepare_source(*faces["astronaut"])
+    assert source.usable is not None
+    # (0.93 with the brows' and eyes' own edges hard; now they ramp over 2 pixels)
+    steps = max(float(np.abs(np.diff(source.usable, axis=axis)).max()) for axis in (0, 1))
+    assert steps < 0.75
 
 
 def test_the_source_s_fringe_leaves_the_target_s_forehead_alone(topology, faces) -> None:

@@ -22,6 +22,8 @@ CHEEKS = (50, 280, 205, 425, 187, 411, 207, 427)
 """FaceMesh vertices on the cheeks, well below the eyes (clear of any frames) and of the nose: where the skin colour
 is read."""
 SMALLEST_SPREAD = np.array([3.0, 2.0, 2.0], np.float32)  # L*, a*, b*: a flat-lit skin still varies this much
+SPARED_RAMP = 2.0  # pixels over which the always-used eyes and brows fade into what is not used: a step from used to
+# not used between two pixels leaves a staircase of the source's pixels along a brow's edge in the swapped face
 
 
 def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning,
@@ -82,12 +84,12 @@ def _zones(landmarks: np.ndarray, mesh: SwapMesh, size: float, shape: tuple[int,
     eye_line = np.mean([ring.mean(axis=0) for ring in eyes], axis=0)
     rows, columns = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
     above_eyes = (columns - eye_line[0]) * frame.down[0] + (rows - eye_line[1]) * frame.down[1] < 0
-    glasses = glasses_zone(landmarks, mesh, size, shape, tuning.rims_reach, tuning) > 0.5
+    glasses = glasses_zone(landmarks, mesh, size, shape, tuning.rims_reach, tuning)  # soft-edged
     brows = np.zeros(shape, np.uint8)
     for brow in BROWS:
         cv2.fillPoly(brows, [np.round(landmarks[list(brow), :2]).astype(np.int32)], 1)
     eyes_grown = mask_ops.polygons_signed_distance(shape, eyes, 0.05 * size)
-    forehead = (above_eyes & ~glasses).astype(np.float32)
-    return (forehead, (glasses.astype(np.float32) if remove_glasses else np.zeros(shape, np.float32)),
+    forehead = (above_eyes & (glasses <= 0.5)).astype(np.float32)
+    return (forehead, (glasses if remove_glasses else np.zeros(shape, np.float32)),
             mask_ops.soft_from_distance(shape, eyes_grown, 0.03 * size, 1.0),
-            dilated(brows, max(1, round(0.01 * size))).astype(np.float32))
+            cv2.GaussianBlur(dilated(brows, max(1, round(0.01 * size))).astype(np.float32), (0, 0), SPARED_RAMP / 2))
