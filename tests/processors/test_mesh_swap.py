@@ -608,9 +608,9 @@ def test_the_usable_map_has_no_hard_edge(topology, faces) -> None:
     0 to 1 between two pixels left a staircase of pixels along the brow's edge in the swapped face."""
     source = MeshSwapper(topology).prepare_source(*faces["astronaut"])
     assert source.usable is not None
-    # (0.93 with the brows' and eyes' own edges hard; now they ramp over 2 pixels)
+    # (0.93 with the brows' own edge hard; a ramp over 2 pixels changes by at most 0.75 from one to the next)
     steps = max(float(np.abs(np.diff(source.usable, axis=axis)).max()) for axis in (0, 1))
-    assert steps < 0.75
+    assert steps < 0.8
 
 
 def test_the_source_s_fringe_leaves_the_target_s_forehead_alone(topology, faces) -> None:

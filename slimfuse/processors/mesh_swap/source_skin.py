@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 
 from slimfuse.processors import mesh_masks as mask_ops
-from slimfuse.processors.mesh_swap.glasses import dilated, glasses_zone
+from slimfuse.processors.mesh_swap.glasses import glasses_zone
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, face_extent
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
@@ -85,11 +85,11 @@ def _zones(landmarks: np.ndarray, mesh: SwapMesh, size: float, shape: tuple[int,
     rows, columns = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
     above_eyes = (columns - eye_line[0]) * frame.down[0] + (rows - eye_line[1]) * frame.down[1] < 0
     glasses = glasses_zone(landmarks, mesh, size, shape, tuning.rims_reach, tuning)  # soft-edged
-    brows = np.zeros(shape, np.uint8)
-    for brow in BROWS:
-        cv2.fillPoly(brows, [np.round(landmarks[list(brow), :2]).astype(np.int32)], 1)
     eyes_grown = mask_ops.polygons_signed_distance(shape, eyes, 0.05 * size)
     forehead = (above_eyes & (glasses <= 0.5)).astype(np.float32)
     return (forehead, (glasses if remove_glasses else np.zeros(shape, np.float32)),
             mask_ops.soft_from_distance(shape, eyes_grown, 0.03 * size, 1.0),
-            cv2.GaussianBlur(dilated(brows, max(1, round(0.01 * size))).astype(np.float32), (0, 0), SPARED_RAMP / 2))
+            # the ramp ends where the brows' hard edge was (1 % of the face past their outline): what is used never
+            # reaches further into a fringe than before
+            mask_ops.soft_polygons(shape, [landmarks[list(brow), :2] for brow in BROWS],
+                                   max(1, round(0.01 * size)) - SPARED_RAMP / 2, SPARED_RAMP))
