@@ -148,14 +148,28 @@ def test_a_face_in_profile_is_left_as_it_is(judge: FaceJudge, development_photos
                                             grace_hopper: np.ndarray, pool: ModelPool, store: Store) -> None:
     """sample2's profile (its left face): FaceMesh folds the far half of its mesh onto the nose line (a fifth of the
     mesh faces away, against under 0.07 on the other faces), so the swap would paint an open eye over the closed
-    one and teeth on the cheek. It stays as it was, and the other two faces are swapped."""
+    one and teeth on the cheek. It stays as it was, and the other two faces are swapped; a face turning toward a
+    profile fades out first."""
     sofa = development_photos["sample2"]
-    mesh = MeshSwapper(MeshTopology.from_json(store.path("face_mesh_topology").read_text(encoding="utf-8"))).mesh
+    topology = MeshTopology.from_json(store.path("face_mesh_topology").read_text(encoding="utf-8"))
+    mesh = MeshSwapper(topology).mesh
     by_left_edge = sorted(FaceAnalyser(pool).faces(sofa), key=lambda face: float(face.landmarks[:, 0].min()))
     facing_away = [visible_mesh(mesh.triangles, mesh.with_hole_centres(face.landmarks), sofa.shape[:2]).facing_away
                    for face in by_left_edge]
     assert len(facing_away) == 3
     assert facing_away[0] > MeshTuning().max_facing_away > 0.1 > max(facing_away[1:])
+    # Short of that, the face fades out: half way through the fade, the swap shows at half strength.
+    source = FaceAnalyser(pool).faces(grace_hopper)[0].landmarks
+
+    def strongest_alpha(tuning: MeshTuning) -> float:
+        swapper = MeshSwapper(topology, tuning=tuning)
+        layers = swapper.layers(sofa, by_left_edge[0].landmarks, swapper.prepare_source(grace_hopper, source))
+        return 0.0 if layers is None else float(layers.alpha.max())
+
+    full = strongest_alpha(MeshTuning(max_facing_away=1.0))
+    assert strongest_alpha(MeshTuning()) == 0.0 and full > 0.9
+    assert strongest_alpha(MeshTuning(max_facing_away=facing_away[0] + 0.02, profile_fade=0.04)) == \
+        pytest.approx(0.5 * full, abs=0.02)
     swap = Swapper()
     try:
         output = rp.RealPhotoBench(judge, swap, {"grace_hopper": grace_hopper}).swapped("grace_hopper", sofa)

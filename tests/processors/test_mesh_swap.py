@@ -356,9 +356,9 @@ def test_options_are_validated() -> None:
         MeshTuning(hair_grow=-0.01)
     with pytest.raises(ValueError, match="shut_source_eye_grow"):
         MeshTuning(shut_source_eye_grow=-0.01)
-    for facing_away in (0.0, 1.5):
+    for facing_away, fade in ((0.0, 0.04), (1.5, 0.04), (0.12, 0.0), (0.12, 0.2)):
         with pytest.raises(ValueError, match="max_facing_away"):
-            MeshTuning(max_facing_away=facing_away)
+            MeshTuning(max_facing_away=facing_away, profile_fade=fade)
 
 
 # ------------------------------------------------------------------------------------------ photo-likeness

@@ -22,8 +22,8 @@ CHEEKS = (50, 280, 205, 425, 187, 411, 207, 427)
 """FaceMesh vertices on the cheeks, well below the eyes (clear of any frames) and of the nose: where the skin colour
 is read."""
 SMALLEST_SPREAD = np.array([3.0, 2.0, 2.0], np.float32)  # L*, a*, b*: a flat-lit skin still varies this much
-SPARED_RAMP = 2.0  # pixels over which the always-used eyes and brows fade into what is not used: a step from used to
-# not used between two pixels leaves a staircase of the source's pixels along a brow's edge in the swapped face
+SPARED_RAMP = 2.0  # pixels over which the always-used brows fade into what is not used: a step from used to not used
+# between two pixels leaves a staircase of the source's pixels along a brow's edge in the swapped face
 
 
 def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning,

@@ -8,6 +8,7 @@ import numpy as np
 
 from slimfuse.config import SwapOptions
 from slimfuse.models.mesh_topology import MeshTopology
+from slimfuse.processors import mesh_masks as mask_ops
 from slimfuse.processors.mesh_masks import FaceFrame
 from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_color, skin_weight
 from slimfuse.processors.mesh_swap.composition import (
@@ -166,12 +167,18 @@ class MeshSwapper:
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
-        cut to the mask's box (None if nothing of the face is seen, or the face is seen in profile)."""
+        cut to the mask's box (None if nothing of the face is seen, or the face is seen in profile; the mask fades
+        out as the face turns toward that)."""
+        tuning = self.tuning
         visible = visible_mesh(self.mesh.triangles, region.vertices, region.shape)
-        if not visible.triangle_ids.any() or visible.facing_away > self.tuning.max_facing_away:
+        # A face turning into profile fades out before it is left alone: a head turning in a video does not pop.
+        presence = 1.0 - float(mask_ops.smoothstep(np.float32(
+            (visible.facing_away - tuning.max_facing_away + tuning.profile_fade) / tuning.profile_fade)))
+        if not visible.triangle_ids.any() or presence <= 0.0:
             return None
-        trust = texture_trust(visible, scaled.mesh.areas, scaled.area_ratio, frame.size, self.tuning.max_stretch)
-        outer, border, seam = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, self.tuning)
+        trust = texture_trust(visible, scaled.mesh.areas, scaled.area_ratio, frame.size, tuning.max_stretch)
+        outer, border, seam = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, tuning)
+        outer *= np.float32(presence)
         # Nothing changes where the outer mask is 0 (the shift fades out with it too), so the rest works on its
         # bounding box, a few pixels wider for the shape transfer's reach there: about a third fewer pixels.
         face = region.around(outer > 0, BOX_MARGIN)

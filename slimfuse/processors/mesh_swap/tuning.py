@@ -65,7 +65,8 @@ class MeshTuning:
     max_shape_shift: float = 0.08  # no vertex moves more than this
     max_facing_away: float = 0.12  # a face whose mesh faces away over more than this share of its area is seen in
     # profile: FaceMesh folds its far half onto the nose line, and the swap would paint an eye and a mouth where the
-    # face has none; it is left as it is (turned faces up to about 60 degrees stay under 0.07)
+    # face has none; it is left as it is (turned faces up to about 60 degrees stay under 0.07) ...
+    profile_fade: float = 0.04  # ... after fading out over this much of that share before it
     max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
     interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
 
@@ -74,8 +75,7 @@ class MeshTuning:
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
                      "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "shut_source_eye_grow",
-                     "not_skin_distance", "hair_grow",
-                     "frame_grow"):
+                     "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather", "not_skin_ramp", "chroma_sigma", "seam_fade", "seam_light",
@@ -88,8 +88,8 @@ class MeshTuning:
             raise ValueError("shape_transfer must lie in [0, 1]")
         if self.shape_rings < 1 or self.max_shape_shift < 0:
             raise ValueError("shape_rings must be >= 1 and max_shape_shift >= 0")
-        if not 0.0 < self.max_facing_away <= 1.0:
-            raise ValueError("max_facing_away must lie in (0, 1]")
+        if not 0.0 < self.max_facing_away <= 1.0 or not 0.0 < self.profile_fade <= self.max_facing_away:
+            raise ValueError("max_facing_away must lie in (0, 1] and profile_fade in (0, max_facing_away]")
         if self.max_stretch < 1.0:
             raise ValueError("max_stretch must be at least 1")
         if self.detail_texture <= 0:
