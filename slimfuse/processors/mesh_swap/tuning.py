@@ -63,10 +63,10 @@ class MeshTuning:
     shape_transfer: float = 0.9  # 0 = keep the target's feature layout, 1 = move it fully to the source's
     shape_rings: int = 4  # the shape shift grows from 0 on the face outline to full over this many mesh rings
     max_shape_shift: float = 0.08  # no vertex moves more than this
-    max_facing_away: float = 0.12  # a face whose mesh faces away over more than this share of its area is seen in
+    max_facing_away: float = 0.14  # a face whose mesh faces away over more than this share of its area is seen in
     # profile: FaceMesh folds its far half onto the nose line, and the swap would paint an eye and a mouth where the
-    # face has none; it is left as it is (turned faces up to about 60 degrees stay under 0.07) ...
-    profile_fade: float = 0.04  # ... after fading out over this much of that share before it
+    # face has none; it is left as it is (profiles read 0.17-0.22, faces turned up to about 60 degrees under 0.09) ...
+    profile_fade: float = 0.04  # ... after fading out over this much of that share before it (half way at 0.12)
     max_source_face: int = 768  # prepare_source scales larger source faces down to this many pixels
     interpolation: Literal["linear", "cubic"] = "cubic"  # the warp's kernel (the texture is magnified before it)
 
