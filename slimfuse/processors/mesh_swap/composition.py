@@ -30,10 +30,10 @@ def outer_mask(coverage: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[in
     erosion = mask_ops.vertical_erosion(coverage.shape, origin, frame, tuning.mask_erode * size,
                                         tuning.mask_erode_top * size, tuning.mask_erode_bottom * size)
     inside = mask_ops.inside_distance(coverage) - erosion
-    outer = mask_ops.smoothstep(inside / np.float32(tuning.mask_feather * size))
+    ramp = np.float32(tuning.mask_feather * size)
+    outer = mask_ops.smoothstep(inside / ramp)
     reach = np.float32(tuning.detail_border * size)
     border = 1.0 - mask_ops.smoothstep((inside - reach) / max(reach, np.float32(1e-3)))
-    ramp = np.float32(tuning.mask_feather * size)
     seam = 1.0 - mask_ops.smoothstep((inside - ramp) / max(np.float32(tuning.seam_fade) * ramp, np.float32(1e-3)))
     return outer, border, seam
 
