@@ -1,5 +1,5 @@
-"""The seam step on real photo pixels: the target's light and grain over the seam map, the face untouched off it,
-and nothing of the pixels the face does not show bleeding in."""
+"""The seam step on real photo pixels: the target's light over the seam map and its grain over the grain zone, the
+face untouched off them, and nothing of the pixels the face does not show bleeding in."""
 from __future__ import annotations
 
 import cv2
@@ -23,11 +23,16 @@ def _halves(astronaut: np.ndarray, grace_hopper: np.ndarray) -> tuple[np.ndarray
     return target, face, np.ascontiguousarray(seam)
 
 
+def _fine_energy(luma: np.ndarray, where: tuple[slice, slice]) -> float:
+    band = luma - cv2.GaussianBlur(luma, (0, 0), 1.0)
+    return float(np.square(band)[where].mean())
+
+
 def test_the_seam_takes_the_target_s_light_and_holds_the_grain(astronaut: np.ndarray,
                                                                 grace_hopper: np.ndarray) -> None:
     target, face, seam = _halves(astronaut, grace_hopper)
     shown = np.ones(seam.shape, bool)
-    result = seam_matched(face.copy(), target, seam, shown, SIZE, TUNING)
+    result = seam_matched(face.copy(), target, seam, seam, shown, SIZE, TUNING)
     sigma = 2.0 * TUNING.seam_light * SIZE  # past the source's own features at the seam's light scale
     light = cv2.GaussianBlur(color_ops.luma(result), (0, 0), sigma)
     target_luma = color_ops.luma(target.astype(np.float32))
@@ -37,14 +42,10 @@ def test_the_seam_takes_the_target_s_light_and_holds_the_grain(astronaut: np.nda
     assert np.abs(face_light - target_light)[inner].mean() > 25.0  # the faces' light really differs
     assert np.abs(light - target_light)[inner].mean() < 8.0
 
-    def fine_energy(image: np.ndarray) -> float:
-        band = image - cv2.GaussianBlur(image, (0, 0), 1.0)
-        return float(np.square(band)[inner].mean())
-
-    face_energy, target_energy = fine_energy(color_ops.luma(face)), fine_energy(target_luma)
+    face_energy, target_energy = _fine_energy(color_ops.luma(face), inner), _fine_energy(target_luma, inner)
     assert face_energy > 10.0 * target_energy  # her wrinkles and rims on a soft-focused face
     # Held to the target's local energy: near it, not ten times over (her rims' edges stand out of any local mean).
-    assert fine_energy(color_ops.luma(result)) < min(3.0 * target_energy, 0.2 * face_energy)
+    assert _fine_energy(color_ops.luma(result), inner) < min(3.0 * target_energy, 0.2 * face_energy)
     # Off the seam, the face is its own.
     np.testing.assert_allclose(result[:, 121:], face[:, 121:], atol=1e-3)
 
@@ -59,18 +60,38 @@ def test_pixels_the_face_does_not_show_do_not_bleed_into_the_seam(astronaut: np.
     shown[80:120, :40] = False
     black, white = face.copy(), face.copy()
     black[~shown], white[~shown] = 0.0, 255.0
-    with_black = seam_matched(black, target, seam, shown, SIZE, TUNING)
-    with_white = seam_matched(white, target, seam, shown, SIZE, TUNING)
+    with_black = seam_matched(black, target, seam, seam, shown, SIZE, TUNING)
+    with_white = seam_matched(white, target, seam, seam, shown, SIZE, TUNING)
     np.testing.assert_allclose(with_black[shown], with_white[shown], atol=1e-2)
     beside = np.zeros(seam.shape, bool)
     beside[65:135, :60] = True
     beside &= shown
-    counted = seam_matched(black.copy(), target, seam, np.ones(seam.shape, bool), SIZE, TUNING)
+    counted = seam_matched(black.copy(), target, seam, seam, np.ones(seam.shape, bool), SIZE, TUNING)
     assert np.abs(color_ops.luma(counted) - color_ops.luma(with_black))[beside].mean() > 10.0
 
 
 def test_no_seam_changes_nothing(astronaut: np.ndarray, grace_hopper: np.ndarray) -> None:
     target, face, _ = _halves(astronaut, grace_hopper)
-    result = seam_matched(face.copy(), target, np.zeros(face.shape[:2], np.float32), np.ones(face.shape[:2], bool),
-                          SIZE, TUNING)
+    nowhere = np.zeros(face.shape[:2], np.float32)
+    result = seam_matched(face.copy(), target, nowhere, nowhere, np.ones(face.shape[:2], bool), SIZE, TUNING)
     np.testing.assert_array_equal(result, face)
+
+
+def test_the_grain_is_held_further_in_than_the_light(astronaut: np.ndarray, grace_hopper: np.ndarray) -> None:
+    """Past the light's seam the face keeps its own light, but its grain is still held where the grain zone reaches:
+    a wrinkled source's texture fades in, not starting at once where the light does (the edge of a mask)."""
+    target, face, seam = _halves(astronaut, grace_hopper)
+    columns = np.arange(200, dtype=np.float32)
+    grain_zone = np.ascontiguousarray(np.broadcast_to(np.clip((180.0 - columns) / 20.0, 0.0, 1.0), (200, 200)),
+                                      dtype=np.float32)
+    shown = np.ones(seam.shape, bool)
+    result = seam_matched(face.copy(), target, seam, grain_zone, shown, SIZE, TUNING)
+    light_only = seam_matched(face.copy(), target, seam, seam, shown, SIZE, TUNING)
+    between = np.s_[30:170, 135:155]  # past the light's seam, where the grain zone is still 1
+    sigma = 2.0 * TUNING.seam_light * SIZE
+    light, own_light = (cv2.GaussianBlur(color_ops.luma(image), (0, 0), sigma) for image in (result, face))
+    assert np.abs(light - own_light)[between].mean() < 3.0  # the face's own light
+    face_energy = _fine_energy(color_ops.luma(face), between)
+    assert _fine_energy(color_ops.luma(light_only), between) > 0.9 * face_energy  # without the zone: all of it
+    assert _fine_energy(color_ops.luma(result), between) < 0.3 * face_energy
+    np.testing.assert_allclose(result[:, 181:], face[:, 181:], atol=1e-3)

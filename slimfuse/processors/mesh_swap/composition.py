@@ -21,11 +21,12 @@ SMALLEST_ALPHA = 1.0 / 512  # an alpha below this is 0: it would not change an 8
 
 
 def outer_mask(coverage: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[int, int],
-               tuning: MeshTuning) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               tuning: MeshTuning) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The face's `coverage` (of a region at `origin` in the crop), eroded and feathered; the border zone where
     the target's fine detail is carried in fully (1 from the mask edge to `detail_border` inside it, fading to 0
-    over as much); and the seam, where the face takes the target's light and grain (1 over the feathered ramp,
-    fading to 0 over `seam_fade` ramps further in)."""
+    over as much); the seam, where the face takes the target's light (1 over the feathered ramp, fading to 0 over
+    `seam_fade` ramps further in); and the grain zone, where its grain is held to the target's (the same, fading
+    over `seam_grain_fade` ramps)."""
     size = frame.size
     erosion = mask_ops.vertical_erosion(coverage.shape, origin, frame, tuning.mask_erode * size,
                                         tuning.mask_erode_top * size, tuning.mask_erode_bottom * size)
@@ -34,8 +35,9 @@ def outer_mask(coverage: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[in
     outer = mask_ops.smoothstep(inside / ramp)
     reach = np.float32(tuning.detail_border * size)
     border = 1.0 - mask_ops.smoothstep((inside - reach) / max(reach, np.float32(1e-3)))
-    seam = 1.0 - mask_ops.smoothstep((inside - ramp) / max(np.float32(tuning.seam_fade) * ramp, np.float32(1e-3)))
-    return outer, border, seam
+    seam, grain = (1.0 - mask_ops.smoothstep((inside - ramp) / max(np.float32(fade) * ramp, np.float32(1e-3)))
+                   for fade in (tuning.seam_fade, tuning.seam_grain_fade))
+    return outer, border, seam, grain
 
 
 def kept_regions(vertices: np.ndarray, mesh: SwapMesh, frame: mask_ops.FaceFrame, shape: tuple[int, int],

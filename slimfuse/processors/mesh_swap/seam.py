@@ -4,8 +4,10 @@ The colour step matches the face's light over a wide blur (most of an eye distan
 own shading still differs from the target's by tens of levels (its cheek and jaw turning away, its outline's
 shadow), and a source sharper than the target brings its grain there; the alpha ramp turns both into an outline
 around the face. Over the ramp and a little further in (the `seam` map), the face's light below `seam_light` face
-sizes is the target's, and its grain in octave bands up to `seam_grain` is held to the target's local energy (never
-raised: a smoother source is topped up by the detail step). Further in, the face is the source's."""
+sizes is the target's. Its grain in octave bands up to `seam_grain` is held to the target's local energy (never
+raised: a smoother source is topped up by the detail step) over a wider zone (`grain`), so a wrinkled source's
+texture fades in instead of starting at once where the light does, which drew the edge of a mask. Further in, the
+face is the source's."""
 from __future__ import annotations
 
 import cv2
@@ -15,11 +17,12 @@ from slimfuse.processors import color as color_ops
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
 
-def seam_matched(corrected: np.ndarray, target: np.ndarray, seam: np.ndarray, shown: np.ndarray, size: float,
-                 tuning: MeshTuning) -> np.ndarray:
-    """`corrected` (float32) with the `target`'s (uint8) light and grain where `seam` (float32, 0-1) is; both lights
-    are measured where the face is `shown` (bool: its alpha is above 0, not the pixels left to the target)."""
-    if not seam.any() or not shown.any():
+def seam_matched(corrected: np.ndarray, target: np.ndarray, seam: np.ndarray, grain_zone: np.ndarray,
+                 shown: np.ndarray, size: float, tuning: MeshTuning) -> np.ndarray:
+    """`corrected` (float32) with the `target`'s (uint8) light where `seam` (float32, 0-1) is and its grain where
+    `grain_zone` (the same, reaching further in) is; both lights are measured where the face is `shown` (bool: its
+    alpha is above 0, not the pixels left to the target)."""
+    if not grain_zone.any() or not shown.any():
         return corrected
     target_float = target.astype(np.float32)
     # Both lights over the same pixels, the same way: a face that is the target's own comes back as itself (to the
@@ -28,7 +31,7 @@ def seam_matched(corrected: np.ndarray, target: np.ndarray, seam: np.ndarray, sh
     face_light, target_light = color_ops.normalized_blurs([corrected, target_float], weight, sigma)
     # Off the shown pixels the face's light stands in, so what lies there (hair, unpainted) adds no grain nearby.
     grain = np.where(shown[..., None], corrected, face_light) - face_light
-    grain = _grain_held(grain, color_ops.luma(target_float - target_light), seam, tuning.seam_grain * size)
+    grain = _grain_held(grain, color_ops.luma(target_float - target_light), grain_zone, tuning.seam_grain * size)
     result = face_light + seam[..., None] * (target_light - face_light) + grain
     return np.clip(result, 0.0, 255.0, out=result)
 

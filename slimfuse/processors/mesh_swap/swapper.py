@@ -53,8 +53,8 @@ class SwapLayers:
 class Footprint:
     """Where one target face lies in its crop, cut to its outer mask's box: `region` (with the target's vertices),
     `drawable` (T,) triangles not degenerate, and the region's images: `triangle_ids` (the triangle seen), `trust`
-    (of the source's texture), `outer` (the mask at the face's edge), `border` (its detail zone) and `seam` (where
-    the face takes the target's light and grain)."""
+    (of the source's texture), `outer` (the mask at the face's edge), `border` (its detail zone), `seam` (where
+    the face takes the target's light) and `grain` (where its grain is held to the target's)."""
 
     region: Region
     drawable: np.ndarray
@@ -63,6 +63,7 @@ class Footprint:
     outer: np.ndarray
     border: np.ndarray
     seam: np.ndarray
+    grain: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,7 +178,7 @@ class MeshSwapper:
         if not visible.triangle_ids.any() or presence <= 0.0:
             return None
         trust = texture_trust(visible, scaled.mesh.areas, scaled.area_ratio, frame.size, tuning.max_stretch)
-        outer, border, seam = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, tuning)
+        outer, border, seam, grain = outer_mask(facing_coverage(visible, frame.size), frame, region.origin, tuning)
         outer *= np.float32(presence)
         # Nothing changes where the outer mask is 0 (the shift fades out with it too), so the rest works on its
         # bounding box, a few pixels wider for the shape transfer's reach there: about a third fewer pixels.
@@ -186,7 +187,8 @@ class MeshSwapper:
             return None
         window = face.within(region)
         return Footprint(region=face, drawable=visible.drawable, triangle_ids=visible.triangle_ids[window],
-                         trust=trust[window], outer=outer[window], border=border[window], seam=seam[window])
+                         trust=trust[window], outer=outer[window], border=border[window], seam=seam[window],
+                         grain=grain[window])
 
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
                 keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
@@ -237,8 +239,9 @@ class MeshSwapper:
         corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
                                    self.tuning)
         # The features (eyes, lips) are the source's even where the seam reaches them.
-        corrected = seam_matched(corrected, target, footprint.seam * (1.0 - rendered.not_skin), alpha > 0, frame.size,
-                                 self.tuning)
+        skin = 1.0 - rendered.not_skin
+        corrected = seam_matched(corrected, target, footprint.seam * skin, footprint.grain * skin, alpha > 0,
+                                 frame.size, self.tuning)
         return SwapLayers(box=footprint.region.box, base=np.ascontiguousarray(target), warped=rendered.warped,
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)
 

@@ -24,7 +24,8 @@ class MeshTuning:
     seam_fade: float = 0.6  # the seam (the target's light and grain) runs over the ramp and fades over this many
     # ramp widths further in,
     seam_light: float = 0.05  # ... its light is the target's below this blur sigma,
-    seam_grain: float = 0.02  # ... and the source's grain finer than this is held to the target's energy
+    seam_grain: float = 0.02  # ... and the source's grain finer than this is held to the target's energy,
+    seam_grain_fade: float = 1.5  # ... over the ramp and fading over this many ramp widths further in
     hole_feather: float = 0.02  # width of the alpha ramp at a kept mouth / kept eyes
     closed_mouth: float = 0.015  # a mouth whose inner-lip opening is below this (of the face size) is closed
     pin_closed_lips: bool = True  # ... and their shape (no shape transfer on them)
@@ -79,7 +80,7 @@ class MeshTuning:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather", "not_skin_ramp", "chroma_sigma", "seam_fade", "seam_light",
-                     "seam_grain"):
+                     "seam_grain", "seam_grain_fade"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
