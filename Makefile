@@ -24,7 +24,7 @@ demo: models
 		-o $(DEMO_OUTPUT)
 
 test: models
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 bench: models
 	$(BIN)/slimfuse bench image

@@ -10,6 +10,7 @@ target's points in both images, so the same pixels are compared.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -133,25 +134,47 @@ def pasted_region(output: np.ndarray, target: np.ndarray, points: np.ndarray) ->
     return filled > 0
 
 
-def paste_edge_band(region: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """The pasted region's border: EDGE_INSIDE face heights inside it (a feathered seam's ramp) and EDGE_OUTSIDE
-    outside it."""
+def paste_edge_band(region: np.ndarray, points: np.ndarray, inside_from: float = 0.0,
+                    inside_to: float = EDGE_INSIDE, outside: float = EDGE_OUTSIDE) -> np.ndarray:
+    """The pasted region's border: from `inside_from` to `inside_to` face heights inside it (a feathered seam's
+    ramp; at least 2 px from the border) and `outside` face heights outside it (at least 1 px; 0 for none)."""
     height = face_height(points)
     inside = cv2.distanceTransform(region.astype(np.uint8), cv2.DIST_L2, 5)
-    outside = cv2.distanceTransform((~region).astype(np.uint8), cv2.DIST_L2, 5)
-    return ((inside > 0) & (inside <= max(2.0, EDGE_INSIDE * height))) | \
-        ((outside > 0) & (outside <= max(1.0, EDGE_OUTSIDE * height)))
+    band = (inside > inside_from * height) & (inside <= max(2.0, inside_to * height))
+    if outside > 0:
+        away = cv2.distanceTransform((~region).astype(np.uint8), cv2.DIST_L2, 5)
+        band |= (away > 0) & (away <= max(1.0, outside * height))
+    return band
 
 
-def edge_ratio(output: np.ndarray, target: np.ndarray, points: np.ndarray) -> float:
-    """Mean gradient magnitude along the paste edge (which runs inside the face outline, points 0-16, and across
-    the forehead), output over target: a visible seam adds edges (> 1), a smeared border removes the target's own
-    (< 1). 1.0 for a face left alone."""
+@dataclass(frozen=True)
+class EdgeRatios:
+    """Mean gradient magnitude, output over target, over the paste-edge band (`band`) and its two parts: the
+    `outline` itself (EDGE_OUTSIDE either side of the pasted region's border), where a seam shows, and the face's
+    `ring` inside it (from EDGE_OUTSIDE to EDGE_INSIDE in), where the swapped face's own folds, brows and jaw line
+    count as well. 1.0 each for a face left alone."""
+
+    band: float
+    outline: float
+    ring: float
+
+
+def edge_ratios(output: np.ndarray, target: np.ndarray, points: np.ndarray) -> EdgeRatios:
+    """Gradient along the paste edge (which runs inside the face outline, points 0-16, and across the forehead),
+    output over target: a visible seam adds edges (> 1), a smeared border removes the target's own (< 1)."""
     region = pasted_region(output, target, points)
     if not region.any():
-        return 1.0
-    band = paste_edge_band(region, points)
-    return float(gradient_magnitude(output)[band].mean() / max(float(gradient_magnitude(target)[band].mean()), 1e-6))
+        return EdgeRatios(1.0, 1.0, 1.0)
+    out_gradient, target_gradient = gradient_magnitude(output), gradient_magnitude(target)
+
+    def ratio(part: np.ndarray) -> float:
+        if not part.any():
+            return 1.0
+        return float(out_gradient[part].mean() / max(float(target_gradient[part].mean()), 1e-6))
+
+    return EdgeRatios(band=ratio(paste_edge_band(region, points)),
+                      outline=ratio(paste_edge_band(region, points, inside_to=EDGE_OUTSIDE)),
+                      ring=ratio(paste_edge_band(region, points, inside_from=EDGE_OUTSIDE, outside=0.0)))
 
 
 def frame_zone(shape: tuple[int, int], target_points: np.ndarray, output_points: np.ndarray) -> np.ndarray:

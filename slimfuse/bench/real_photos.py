@@ -87,6 +87,8 @@ class FaceRecord:
     far_cheek: int
     far_cheek_detail: float
     edge_ratio: float
+    edge_outline: float
+    edge_ring: float
 
     @property
     def carries_source(self) -> bool:
@@ -174,7 +176,7 @@ class RealPhotoBench:
         for mask in cheeks:
             (ta, tb), (oa, ob) = fm.lab_ab(tgt, mask), fm.lab_ab(out, mask)
             change.append(max(abs(oa - ta), abs(ob - tb)))
-        far = fm.far_cheek(points)
+        far, edge = fm.far_cheek(points), fm.edge_ratios(out, tgt, points)
         return FaceRecord(
             photo=target.photo, variant=target.variant, source=source, box=face.box, face_px=face.box[2] - face.box[0],
             yaw=fm.yaw_degrees(points),
@@ -187,7 +189,7 @@ class RealPhotoBench:
             new_dark_frames=fm.new_dark_share(out, tgt, fm.frame_zone(shape, points, out_points)),
             cheek_change=(change[0], change[1]), far_cheek=far,
             far_cheek_detail=fm.laplacian_variance(out, cheeks[far]) / max(fm.laplacian_variance(tgt, cheeks[far]), 1e-6),
-            edge_ratio=fm.edge_ratio(out, tgt, points))
+            edge_ratio=edge.band, edge_outline=edge.outline, edge_ring=edge.ring)
 
     def targets(self, photos: Iterable[Path]) -> Iterable[tuple[Target, list[FoundFace]]]:
         """Each variant of each photo with the faces the judge finds in it."""
@@ -329,6 +331,10 @@ def edge_figures(r: Results, records: list[FaceRecord]) -> None:
           within >= SHARE_GOAL)
     r.add("no paste edge", "  median paste-edge gradient ratio", _median([rec.edge_ratio for rec in records]),
           "(no goal)", True)
+    r.add("no paste edge", f"  median over the outline ({fm.EDGE_OUTSIDE:g} face heights either side)",
+          _median([rec.edge_outline for rec in records]), "(no goal)", True)
+    r.add("no paste edge", f"  median over the face's ring inside it ({fm.EDGE_OUTSIDE:g}-{fm.EDGE_INSIDE:g} in)",
+          _median([rec.edge_ring for rec in records]), "(no goal)", True)
 
 
 def figures(records: list[FaceRecord], live: list[FaceRecord]) -> Results:

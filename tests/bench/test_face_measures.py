@@ -131,6 +131,28 @@ def test_paste_edge_ratio_sees_a_hard_seam(judge: FaceJudge, astronaut_2x: np.nd
 
     hard = pasted(inside.astype(np.float32))
     feathered = pasted(cv2.GaussianBlur(inside.astype(np.float32), (0, 0), 0.04 * fm.face_height(points)))
-    assert fm.edge_ratio(hard, astronaut_2x, points) > 1.3
-    assert 1 / 1.1 <= fm.edge_ratio(feathered, astronaut_2x, points) <= 1.1
-    assert fm.edge_ratio(astronaut_2x, astronaut_2x, points) == 1.0  # a face left alone has no paste edge
+    hard_ratios, feathered_ratios = fm.edge_ratios(hard, astronaut_2x, points), fm.edge_ratios(feathered,
+                                                                                              astronaut_2x, points)
+    assert hard_ratios.band > 1.3 and hard_ratios.outline > 1.3
+    assert 1 / 1.1 <= feathered_ratios.band <= 1.1 and 1 / 1.1 <= feathered_ratios.outline <= 1.1
+    # A face left alone has no paste edge.
+    assert fm.edge_ratios(astronaut_2x, astronaut_2x, points) == fm.EdgeRatios(1.0, 1.0, 1.0)
+
+
+def test_folds_inside_the_face_count_in_its_ring_not_on_its_outline(judge: FaceJudge,
+                                                                       astronaut_2x: np.ndarray) -> None:
+    """Stripes (a wrinkled source's folds) from 0.03 face heights inside the pasted region: the band and its ring
+    read them as an edge, the outline, where a seam would show, does not."""
+    points = only_face(judge, astronaut_2x)
+    middle = points[list(fm.JAW)].mean(axis=0)
+    inside = fm.polygon_mask(astronaut_2x.shape[:2], middle + 0.85 * (points[list(fm.JAW)] - middle))
+    height = fm.face_height(points)
+    feathered = astronaut_2x.astype(np.float32) + 25 * cv2.GaussianBlur(inside.astype(np.float32), (0, 0),
+                                                                        0.04 * height)[..., None]
+    region = fm.pasted_region(np.clip(np.rint(feathered), 0, 255).astype(np.uint8), astronaut_2x, points)
+    deep = cv2.distanceTransform(region.astype(np.uint8), cv2.DIST_L2, 5) > 0.03 * height
+    stripes = 20 * np.sin(np.arange(astronaut_2x.shape[1], dtype=np.float32) * (2 * np.pi / 6))
+    folded = np.clip(np.rint(feathered + (deep * stripes[None, :])[..., None]), 0, 255).astype(np.uint8)
+    ratios = fm.edge_ratios(folded, astronaut_2x, points)
+    assert ratios.band > 1.3 and ratios.ring > 1.5
+    assert 1 / 1.1 <= ratios.outline <= 1.1

@@ -74,7 +74,7 @@ def _record(source: str = "astronaut", eyes: tuple[tuple[float, float], tuple[fl
         photo="p", variant="original", source=source, box=(0, 0, 100, 100), face_px=100, yaw=0.0,
         eyes_target=eyes[0], eyes_output=eyes[1], mouth_target=0.02, mouth_output=0.02, to_source=to_source,
         to_own_face=to_own, forehead_change=0.0, new_dark_frames=0.0, cheek_change=(1.0, 1.0), far_cheek=0,
-        far_cheek_detail=1.0, edge_ratio=1.0)
+        far_cheek_detail=1.0, edge_ratio=1.0, edge_outline=1.0, edge_ring=1.0)
     values.update(changes)
     return rp.FaceRecord(**values)  # type: ignore[arg-type]
 
@@ -119,7 +119,8 @@ def test_one_face_measured_after_a_real_swap(judge: FaceJudge, astronaut: np.nda
     finally:
         swap.close()
     assert record.carries_source and record.to_source < 0.5
-    assert not unswapped.carries_source and unswapped.to_own_face < 1e-6 and unswapped.edge_ratio == 1.0
+    assert not unswapped.carries_source and unswapped.to_own_face < 1e-6
+    assert unswapped.edge_ratio == unswapped.edge_outline == unswapped.edge_ring == 1.0
     assert unswapped.forehead_change == 0 and unswapped.cheek_change == (0.0, 0.0)
     assert min(record.eyes_output) > fm.CLOSED_EYE  # open eyes stay open
 

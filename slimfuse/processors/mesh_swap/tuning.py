@@ -21,7 +21,7 @@ class MeshTuning:
     mask_erode_top: float = 0.06  # extra erosion growing toward the top of the forehead (hairline)
     mask_erode_bottom: float = 0.05  # extra erosion growing toward the chin (unstable jaw points)
     mask_feather: float = 0.06  # width of the alpha ramp at the face edge
-    seam_fade: float = 0.6  # the seam (the target's light and grain) runs over the ramp and fades over this many
+    seam_fade: float = 0.6  # the seam (the target's light) runs over the ramp and fades over this many
     # ramp widths further in,
     seam_light: float = 0.05  # ... its light is the target's below this blur sigma,
     seam_grain: float = 0.02  # ... and the source's grain finer than this is held to the target's energy,
