@@ -134,16 +134,14 @@ def pasted_region(output: np.ndarray, target: np.ndarray, points: np.ndarray) ->
     return filled > 0
 
 
-def paste_edge_band(region: np.ndarray, points: np.ndarray, inside_from: float = 0.0,
-                    inside_to: float = EDGE_INSIDE, outside: float = EDGE_OUTSIDE) -> np.ndarray:
-    """The pasted region's border: from `inside_from` to `inside_to` face heights inside it (a feathered seam's
-    ramp; at least 2 px from the border) and `outside` face heights outside it (at least 1 px; 0 for none)."""
-    height = face_height(points)
-    inside = cv2.distanceTransform(region.astype(np.uint8), cv2.DIST_L2, 5)
+def paste_edge_band(inside: np.ndarray, outside: np.ndarray, height: float, inside_from: float = 0.0,
+                    inside_to: float = EDGE_INSIDE, outside_to: float = EDGE_OUTSIDE) -> np.ndarray:
+    """The pasted region's border, from the distances `inside` and `outside` it (px, 0 off each side): from
+    `inside_from` to `inside_to` face heights (`height`) inside it (a feathered seam's ramp; at least 2 px from the
+    border) and `outside_to` face heights outside it (at least 1 px; 0 for none)."""
     band = (inside > inside_from * height) & (inside <= max(2.0, inside_to * height))
-    if outside > 0:
-        away = cv2.distanceTransform((~region).astype(np.uint8), cv2.DIST_L2, 5)
-        band |= (away > 0) & (away <= max(1.0, outside * height))
+    if outside_to > 0:
+        band |= (outside > 0) & (outside <= max(1.0, outside_to * height))
     return band
 
 
@@ -166,15 +164,18 @@ def edge_ratios(output: np.ndarray, target: np.ndarray, points: np.ndarray) -> E
     if not region.any():
         return EdgeRatios(1.0, 1.0, 1.0)
     out_gradient, target_gradient = gradient_magnitude(output), gradient_magnitude(target)
+    inside = cv2.distanceTransform(region.astype(np.uint8), cv2.DIST_L2, 5)
+    outside = cv2.distanceTransform((~region).astype(np.uint8), cv2.DIST_L2, 5)
+    height = face_height(points)
 
     def ratio(part: np.ndarray) -> float:
         if not part.any():
             return 1.0
         return float(out_gradient[part].mean() / max(float(target_gradient[part].mean()), 1e-6))
 
-    return EdgeRatios(band=ratio(paste_edge_band(region, points)),
-                      outline=ratio(paste_edge_band(region, points, inside_to=EDGE_OUTSIDE)),
-                      ring=ratio(paste_edge_band(region, points, inside_from=EDGE_OUTSIDE, outside=0.0)))
+    return EdgeRatios(band=ratio(paste_edge_band(inside, outside, height)),
+                      outline=ratio(paste_edge_band(inside, outside, height, inside_to=EDGE_OUTSIDE)),
+                      ring=ratio(paste_edge_band(inside, outside, height, inside_from=EDGE_OUTSIDE, outside_to=0.0)))
 
 
 def frame_zone(shape: tuple[int, int], target_points: np.ndarray, output_points: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ def seam_matched(corrected: np.ndarray, target: np.ndarray, seam: np.ndarray, gr
     """`corrected` (float32) with the `target`'s (uint8) light where `seam` (float32, 0-1) is and its grain where
     `grain_zone` (the same, reaching further in) is; both lights are measured where the face is `shown` (bool: its
     alpha is above 0, not the pixels left to the target)."""
-    if not grain_zone.any() or not shown.any():
+    if not (seam.any() or grain_zone.any()) or not shown.any():
         return corrected
     target_float = target.astype(np.float32)
     # Both lights over the same pixels, the same way: a face that is the target's own comes back as itself (to the
