@@ -201,7 +201,9 @@ def test_a_lip_sync_job_with_a_sound_picked_on_the_page(tmp_path: Path, page, st
         assert page.is_disabled("#run")  # no source photo and no sound yet
         page.set_input_files("#sound-file", str(inputs["voice"]))
         page.wait_for_function("document.getElementById('sound').selectedOptions[0].text === 'voice.wav (2.7 s)'")
-        assert page.inner_text("#preview-status").startswith("No preview with the lip syncer")
+        # The preview runs 150 ms after the last change (app.js debounces it): wait for its status, not a race.
+        page.wait_for_function(
+            "document.getElementById('preview-status').textContent.startsWith('No preview with the lip syncer')")
         shot(page, "6-lip-sync", tmp_path)
         page.click("#run")
         page.wait_for_selector("#jobs tbody td.state-succeeded")
