@@ -150,7 +150,7 @@ class RealPhotoBench:
         if not faces:
             raise ValueError("the judge finds no face in a source portrait")
         face = max(faces, key=lambda f: f.box[2] - f.box[0])
-        return self.judge.descriptor(image, face.box)
+        return self.judge.descriptor(image, face.box, face.points)
 
     def swapped(self, source: str, target: np.ndarray) -> np.ndarray:
         from slimfuse.errors import NoTargetFaceError
@@ -163,12 +163,14 @@ class RealPhotoBench:
     def measure(self, target: Target, source: str, output: np.ndarray, face: FoundFace,
                 own: np.ndarray) -> FaceRecord:
         """One face of `output` against the same face of the target (`own`: its descriptor)."""
-        descriptor = self.judge.descriptor(output, face.box)
+        # The output's face has the target's pose: it is read at the target's tilt.
+        read_points = self.judge.points(output, face.box, face.tilt)
+        descriptor = self.judge.descriptor(output, face.box, read_points)
         x0, y0, x1, y1 = _region(face.box, output.shape)
         out, tgt = output[y0:y1, x0:x1], target.image[y0:y1, x0:x1]
         shift = np.array([x0, y0], np.float64)
         points = face.points - shift
-        out_points = self.judge.points(output, face.box) - shift
+        out_points = read_points - shift
         shape = out.shape[:2]
         band = fm.forehead_band(shape, points)
         cheeks = [fm.cheek_mask(shape, points, c) for c in (0, 1)]
@@ -206,7 +208,7 @@ class RealPhotoBench:
         records: list[FaceRecord] = []
         live: list[FaceRecord] = []
         for target, faces in self.targets(photos):
-            own = [self.judge.descriptor(target.image, f.box) for f in faces]
+            own = [self.judge.descriptor(target.image, f.box, f.points) for f in faces]
             outputs = {source: self.swapped(source, target.image) for source in SOURCES}
             for source, output in outputs.items():
                 records += [self.measure(target, source, output, f, d) for f, d in zip(faces, own, strict=True)]
@@ -224,17 +226,17 @@ class RealPhotoBench:
             if not seen:
                 continue  # the judge cannot read it at that size: not counted (the swapper still had to)
             one = min(seen, key=lambda f: float(np.linalg.norm((np.array(f.box[:2]) + f.box[2:]) / 2 - middle)))
-            own = self.judge.descriptor(frame.image, one.box)
+            own = self.judge.descriptor(frame.image, one.box, one.points)
             for source in SOURCES:
                 found.append(self.measure(frame, source, self.swapped(source, frame.image), one, own))
         return found
 
     def readme_crops(self) -> list[Crop]:
         """Before/after crops of the original photos, the faces chosen by the targets alone (the same faces in
-        every run, whatever the swapper does): every face with both eyes closed and the most turned face (up to 60
-        degrees, and one HOG is sure of: the 68 points cannot fit a profile, whose yaw then reads too low), both
-        with the glasses source, whose eyes are wide open; the most frontal and upright of the other faces with
-        the fringe source and with the glasses source."""
+        every run, whatever the swapper does): every face with both eyes closed with the glasses source, whose eyes
+        are wide open; of the other faces, the most turned (up to 60 degrees, and one HOG is sure of: the 68 points
+        cannot fit a profile, whose yaw then reads too low) with the glasses source, and the most frontal and
+        upright with the fringe source and with the glasses source."""
         faces = [(target, face, outputs) for target, found, outputs in self._originals for face in found]
         if not faces:
             return []
@@ -243,10 +245,11 @@ class RealPhotoBench:
             return abs(fm.yaw_degrees(item[1].points))
 
         closed = [f for f in faces if max(fm.eye_aspect_ratio(f[1].points, eye) for eye in (0, 1)) < fm.CLOSED_EYE]
-        turned = max((f for f in faces if turn(f) <= TURNED_UP_TO and f[1].score >= 0), key=turn, default=faces[0])
         shut = {id(f[1]) for f in closed}
-        frontal = min((f for f in faces if id(f[1]) not in shut), default=faces[0],
-                      key=lambda f: turn(f) + abs(fm.roll_degrees(f[1].points)))
+        open_eyed = [f for f in faces if id(f[1]) not in shut] or faces
+        turned = max((f for f in open_eyed if turn(f) <= TURNED_UP_TO and f[1].score >= 0), key=turn,
+                     default=open_eyed[0])
+        frontal = min(open_eyed, key=lambda f: turn(f) + abs(fm.roll_degrees(f[1].points)))
         far = fm.far_cheek(turned[1].points)
         chosen = [(f"closed_eyes_{n}", face, GLASSES_SOURCE, (0.0, 0.1, 1.0, 0.6)) for n, face in enumerate(closed)]
         chosen += [
