@@ -70,4 +70,8 @@ def test_transparent_output(parity_pool: ModelPool, astronaut: np.ndarray, model
     rgba = remover(parity_pool, model).process_frame(frame)
     assert rgba.shape == (*frame.shape[:2], 4)
     figures.image(AREA, model, "transparent output's alpha", rgba[..., 3], reference["process_mask"])
-    assert np.array_equal(rgba[..., :3], reference.get("kept", frame))
+    if "kept" not in reference:
+        assert np.array_equal(rgba[..., :3], frame)
+    else:  # corridor_key's foreground is the model's float output: a CPU may round a value or two the other way
+        off = np.abs(rgba[..., :3].astype(np.int16) - reference["kept"])
+        assert off.max() <= 1 and np.count_nonzero(off) <= 0.001 * off.size
