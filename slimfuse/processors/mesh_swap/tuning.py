@@ -32,9 +32,9 @@ class MeshTuning:
     lips_keep_grow: float = 0.02  # a closed target mouth under an open source one keeps its seam, this far out
     held_eye_opening: float = 0.6  # a target eye less open than this share of the source's (by the iris model) keeps
     # its opening: the shape transfer moves its lids with its corners only
-    shut_eye_opening: float = 0.1  # ... and one less open than this (of its width squared) is shut or its lids
-    # lowered (a face looking down reads 0.075-0.08 on one eye, open eyes over 0.14): it keeps its own lid line and
-    # lashes,
+    shut_eye_opening: float = 0.07  # ... and one less open than this (of its width squared) is shut: it keeps its
+    # own lid line and lashes (lids lowered under make-up read 0.075-0.08, narrow laughing eyes 0.09-0.1: too
+    # close to tell apart by the opening alone),
     shut_eye_grow: float = 0.02  # ... this far past its lid ring,
     shut_source_eye_grow: float = 0.045  # ... and none of the source's eye shows on it: the target stays wherever the
     # source's lid ring, grown this much (of the source face), lands
