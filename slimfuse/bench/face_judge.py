@@ -12,9 +12,9 @@ or turned count too (sample2's downcast face scores -0.5); each such candidate i
 crop around it (at 100 px, where it is fast), which rejects the badges and folds HOG proposes at that threshold.
 
 Reading a face's 68 points: the shape predictor was trained on upright faces, and on a head tilted by 30-45 degrees
-it puts the eyes on the cheeks. A face whose eye line tilts by more than LEVEL_ROLL is read on a copy of its region
-turned level (by the tilt that a first reading turned level by the first reading's tilt shows), and its points are
-turned back. The identity descriptor is taken from those points.
+it puts the eyes on the cheeks. Where a first reading's eye line tilts by more than LEVEL_ROLL, the face is read again
+on a copy of its region turned level by that tilt; the tilt this second reading shows is the face's (FaceJudge.tilt).
+Its points are read on a copy turned by that and turned back, and the identity descriptor is aligned by them.
 """
 from __future__ import annotations
 
