@@ -13,7 +13,7 @@ crop around it (at 100 px, where it is fast), which rejects the badges and folds
 
 Reading a face's 68 points: the shape predictor was trained on upright faces, and on a head tilted by 30-45 degrees
 it puts the eyes on the cheeks. Where a first reading's eye line tilts by more than LEVEL_ROLL, the face is read again
-on a copy of its region turned level by that tilt; the tilt this second reading shows is the face's (FaceJudge.tilt).
+on a copy of its region turned level by that tilt; the tilt this second reading shows is the face's (FoundFace.tilt).
 Its points are read on a copy turned by that and turned back, and the identity descriptor is aligned by them.
 """
 from __future__ import annotations
@@ -73,7 +73,8 @@ class FoundFace:
     score: float
     """HOG's detection score."""
     tilt: float
-    """The angle its points were read turned level by (FaceJudge.tilt)."""
+    """The angle (degrees) its points were read turned level by: 0 where its eye line lies within LEVEL_ROLL of
+    level."""
 
 
 class FaceJudge:
@@ -105,8 +106,8 @@ class FaceJudge:
         return [self._read(img, box, score) for box, _, score in kept]
 
     def _read(self, image: np.ndarray, box: Box, score: float) -> FoundFace:
-        tilt = self.tilt(image, box)
-        return FoundFace(box, self.points(image, box, tilt), score, tilt)
+        tilt, points = self._reading(image, box)
+        return FoundFace(box, points, score, tilt)
 
     def _head(self, image: np.ndarray, box: Box) -> Box | None:
         """The CNN's face box (in `image`) that holds the centre of HOG's `box`, or None."""
@@ -125,20 +126,24 @@ class FaceJudge:
                         int(cx0 + r.right() / scale), int(cy0 + r.bottom() / scale))
         return None
 
-    def tilt(self, image: np.ndarray, box: Box) -> float:
-        """The angle (degrees) to read the face in `box` at: 0 where its eye line lies within LEVEL_ROLL of level,
-        else the tilt a reading turned level by a first reading's tilt shows."""
-        img = np.ascontiguousarray(image)
-        roll = roll_degrees(self._predicted(img, box))
-        return 0.0 if abs(roll) <= LEVEL_ROLL else roll_degrees(self._levelled(img, box, roll))
-
     def points(self, image: np.ndarray, box: Box, tilt: float | None = None) -> np.ndarray:
         """dlib's 68 points of the face in `box` of `image` (another image's box: where that face was), read turned
-        level by `tilt` degrees (by default the face's own `tilt`; a swapped copy of a face is read at the
+        level by `tilt` degrees (by default by the face's own tilt; a swapped copy of a face is read at the
         original's, so that an unchanged face reads the same)."""
         img = np.ascontiguousarray(image)
-        tilt = self.tilt(img, box) if tilt is None else tilt
+        if tilt is None:
+            return self._reading(img, box)[1]
         return self._predicted(img, box) if tilt == 0.0 else self._levelled(img, box, tilt)
+
+    def _reading(self, image: np.ndarray, box: Box) -> tuple[float, np.ndarray]:
+        """(the face's tilt, its points read at it): 0 and the first reading where that one's eye line lies within
+        LEVEL_ROLL of level, else the tilt a reading turned level by the first one's tilt shows."""
+        first = self._predicted(image, box)
+        roll = roll_degrees(first)
+        if abs(roll) <= LEVEL_ROLL:
+            return 0.0, first
+        tilt = roll_degrees(self._levelled(image, box, roll))
+        return tilt, self._levelled(image, box, tilt)
 
     def descriptor(self, image: np.ndarray, box: Box, points: np.ndarray | None = None) -> np.ndarray:
         """dlib's 128-d identity descriptor of the face in `box`, aligned by its 68 `points` (read here if not
