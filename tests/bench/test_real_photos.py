@@ -3,6 +3,7 @@ variants and the live-size frame are what they say, the figures count what the g
 one line, not silence."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import cv2
@@ -20,6 +21,7 @@ from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.models.pool import ModelPool
 from slimfuse.models.store import Store
 from slimfuse.processors.mesh_swap import MeshSwapper, MeshTuning
+from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.visibility import visible_mesh
 
 
@@ -162,6 +164,40 @@ def test_closed_eyes_under_make_up_stay_closed_under_the_astronauts_open_ones(
     # The astronaut's eyes (about 0.3) used to come in wide open (0.32 and 0.27); the target's lid line stays.
     assert max(record.eyes_output) < fm.CLOSED_EYE
     assert record.carries_source
+
+
+@pytest.mark.slow
+def test_lids_lowered_over_eyes_looking_down_are_kept(development_photos: dict[str, np.ndarray],
+                                                       astronaut: np.ndarray, pool: ModelPool, store: Store) -> None:
+    """sample1's middle face looks down under lowered, made-up lids: the iris model reads them a little open (0.07-
+    0.14, so the opening alone does not say shut), but puts the iris centre at or below the lower lid, where an open
+    eye's sits between its lids. Its lids are kept; read by the opening alone, the astronaut's open eyes were squeezed
+    between them, looking out."""
+    party = development_photos["sample1"]
+    analyser, eyes = FaceAnalyser(pool), EyeLandmarker(partial(pool.session, "iris_landmark"))
+    left, downcast, right = sorted(analyser.faces(party), key=lambda face: float(face.landmarks[:, 0].min()))
+    tuning = MeshTuning()
+    lowered = eyes.lid_lines(party, downcast.landmarks)
+    assert min(lowered.openings) > tuning.shut_eye_opening
+    assert any(opening < tuning.lowered_eye_opening and depth >= tuning.lowered_iris_depth
+               for opening, depth in zip(lowered.openings, lowered.iris_depths, strict=True))
+    [portrait] = analyser.faces(astronaut)
+    for image, face in ((party, left), (party, right), (astronaut, portrait)):
+        assert max(eyes.lid_lines(image, face.landmarks).iris_depths) < 0.8  # open eyes, looking ahead
+
+    topology = MeshTopology.from_json(store.path("face_mesh_topology").read_text(encoding="utf-8"))
+    inside_eyes = np.zeros(party.shape[:2], np.uint8)
+    for ring in EYE_CONTOURS.values():
+        cv2.fillPoly(inside_eyes, [np.round(lowered.landmarks[list(ring), :2]).astype(np.int32)], 1)
+
+    def eye_change(tuning: MeshTuning) -> float:
+        swapper = MeshSwapper(topology, tuning=tuning, eyes=eyes)
+        output, _ = swapper.swap_crop(party, downcast.landmarks, swapper.prepare_source(astronaut, portrait.landmarks))
+        return float(np.abs(output.astype(np.int16) - party)[inside_eyes > 0].mean())
+
+    # (levels, mean over her eyes: about 8 kept, moved a little with the face's shape; about 65 with the astronaut's
+    # eyes squeezed in)
+    assert eye_change(tuning) < 15.0 < 40.0 < eye_change(MeshTuning(lowered_iris_depth=float("inf")))
 
 
 @pytest.mark.slow

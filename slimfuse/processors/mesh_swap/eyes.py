@@ -3,13 +3,16 @@
 FaceMesh hardly sees closed eyes (its lid rings stay about two thirds open on a shut eye); the iris model, run on a
 64-px crop of an eye, does. Its 16 eye-contour points replace the mesh's lid rings of both faces, as MediaPipe's own
 refined face mesh does, so the source's lids are warped to the target's lid line. An eye's opening is its contour's
-area over its width squared."""
+area over its width squared; its iris depth is where the model's iris centre sits between the lids (0 on the upper
+lid, 1 on the lower): lids lowered over an eye that looks down hide the iris but its lower rim, and the model puts
+its centre at or below the lower lid."""
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -28,6 +31,24 @@ EYE_CONTOURS: Mapping[str, tuple[int, ...]] = MappingProxyType({
 CONTOUR_POINTS = 16
 CORNER_DRIFT = 0.25  # a contour whose corners lie farther than this (of the eye's width) from the mesh's is not used
 _OUTLINE = (*range(9), *range(15, 8, -1))  # the contour as a polygon: the lower lid, then the upper lid back
+_LOWER_LID, _UPPER_LID = slice(1, 8), slice(9, 16)
+
+
+class EyeContour(NamedTuple):
+    """The model's reading of one eye: its 16 contour points (EYE_CONTOURS order) in the image's pixels, and its
+    iris depth (see the module)."""
+
+    points: np.ndarray
+    iris_depth: float
+
+
+class LidLines(NamedTuple):
+    """A face's landmarks (468, 3) with its lid rings on the model's contours, and each eye's opening and iris depth
+    (EYE_CONTOURS order; an eye whose contour was not used reads its ring's opening and an iris depth of 0.5)."""
+
+    landmarks: np.ndarray
+    openings: tuple[float, float]
+    iris_depths: tuple[float, float]
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,10 +58,10 @@ class EyeLandmarker:
 
     session: Callable[[], Session]
 
-    def contour(self, image: np.ndarray, landmarks: np.ndarray, eye: str) -> np.ndarray | None:
-        """The eye's 16 contour points (EYE_CONTOURS order) in `image`'s pixels (RGB uint8), from a level crop
-        around the corners of the mesh's ring in `landmarks` (468, >= 2); None where the contour strays from those
-        corners (an eye the model cannot see: hidden, or seen edge-on)."""
+    def contour(self, image: np.ndarray, landmarks: np.ndarray, eye: str) -> EyeContour | None:
+        """The eye's contour and iris depth in `image` (RGB uint8), from a level crop around the corners of the
+        mesh's ring in `landmarks` (468, >= 2); None where the contour strays from those corners (an eye the model
+        cannot see: hidden, or seen edge-on)."""
         ring = np.asarray(landmarks, dtype=np.float64)[list(EYE_CONTOURS[eye]), :2]
         mirrored = eye == "left_eye"
         left, right = (ring[8], ring[0]) if mirrored else (ring[0], ring[8])
@@ -52,24 +73,30 @@ class EyeLandmarker:
         if mirrored:
             crop = crop[:, ::-1]
         tensor = (np.ascontiguousarray(crop).astype(np.float32) / np.float32(255.0))[None]
-        found = self.session().run(None, {"input_1": tensor})[0].reshape(-1, 3)[:CONTOUR_POINTS, :2].astype(np.float64)
+        contour_output, iris_output = self.session().run(None, {"input_1": tensor})[:2]
+        found = contour_output.reshape(-1, 3)[:CONTOUR_POINTS, :2].astype(np.float64)
+        # Read in the level crop, where the lids run across: the iris centre's height between the lids' mean heights.
+        upper, lower = float(found[_UPPER_LID, 1].mean()), float(found[_LOWER_LID, 1].mean())
+        iris_depth = (float(iris_output.reshape(-1, 3)[0, 1]) - upper) / max(lower - upper, 1e-6)
         if mirrored:
             found[:, 0] = EYE_CROP - found[:, 0]
         back = cv2.invertAffineTransform(matrix)
         found = found @ back[:, :2].T + back[:, 2]
         drift = max(float(np.linalg.norm(found[i] - ring[i])) for i in (0, 8))
-        return found if drift <= CORNER_DRIFT * width else None
+        return EyeContour(found, iris_depth) if drift <= CORNER_DRIFT * width else None
 
-    def lid_lines(self, image: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+    def lid_lines(self, image: np.ndarray, landmarks: np.ndarray) -> LidLines:
         """`landmarks` (468, 3) with each lid ring moved to the model's contour where it is usable (float32), and
-        each eye's opening (EYE_CONTOURS order) by those rings."""
+        each eye's opening by those rings and iris depth."""
         points = np.array(landmarks, dtype=np.float32)
+        depths = []
         for eye, ring in EYE_CONTOURS.items():
             contour = self.contour(image, points, eye)
             if contour is not None:
-                points[list(ring), :2] = contour
+                points[list(ring), :2] = contour.points
+            depths.append(contour.iris_depth if contour is not None else 0.5)
         right, left = (contour_opening(points[list(ring), :2]) for ring in EYE_CONTOURS.values())
-        return points, (right, left)
+        return LidLines(points, (right, left), (depths[0], depths[1]))
 
 
 def contour_opening(contour: np.ndarray) -> float:

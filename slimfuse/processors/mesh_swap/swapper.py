@@ -106,7 +106,7 @@ class MeshSwapper:
         crop, local = cut_out_source(image, landmarks, self.tuning.max_source_face)
         openings = None
         if self.eyes is not None:
-            local, openings = self.eyes.lid_lines(crop, local)
+            local, openings, _ = self.eyes.lid_lines(crop, local)
         usable = usable_source(crop, local, self.mesh, self.tuning, self.options.remove_source_glasses)
         return SourceFace(image=crop, landmarks=local, eye_openings=openings, usable=usable)
 
@@ -151,13 +151,16 @@ class MeshSwapper:
                    source: SourceFace) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
         """The target's `landmarks` with its lid rings on the lid lines the iris model sees; the eyes less open than
         `held_eye_opening` of the source's, which keep their opening; and the shut eyes, which keep their own lid
-        line: both, when either reads under `shut_eye_opening`. Without the model (or a source measured by it): the
-        landmarks as they are, and no such eyes."""
+        line: both, when either reads under `shut_eye_opening` or as lowered over an eye looking down (under
+        `lowered_eye_opening` with its iris centre `lowered_iris_depth` or further down between its lids). Without
+        the model (or a source measured by it): the landmarks as they are, and no such eyes."""
         if self.eyes is None or source.eye_openings is None:
             return landmarks, (), ()
-        landmarks, openings = self.eyes.lid_lines(crop, landmarks)
+        landmarks, openings, iris_depths = self.eyes.lid_lines(crop, landmarks)
         tuning = self.tuning
-        if min(openings) < tuning.shut_eye_opening:
+        lowered = any(opening < tuning.lowered_eye_opening and depth >= tuning.lowered_iris_depth
+                      for opening, depth in zip(openings, iris_depths, strict=True))
+        if min(openings) < tuning.shut_eye_opening or lowered:
             # Eyes close together: an eye read open beside a shut one is mostly one under hair or in shadow, where
             # the model sees an eye that is not there. Both keep their own lids (a wink keeps its open eye too).
             return landmarks, tuple(EYE_CONTOURS), tuple(EYE_CONTOURS)

@@ -35,6 +35,9 @@ class MeshTuning:
     shut_eye_opening: float = 0.07  # ... and one less open than this (of its width squared) is shut: it keeps its
     # own lid line and lashes (lids lowered under make-up read 0.075-0.08, narrow laughing eyes 0.09-0.1: too
     # close to tell apart by the opening alone),
+    lowered_eye_opening: float = 0.16  # ... as is one less open than this whose iris centre sits this far down
+    lowered_iris_depth: float = 0.85  # between its lids (0 upper, 1 lower): lids lowered over an eye looking down
+    # (such lids under make-up read 0.11-0.14 open, their iris centre 0.9-1.3 down; open eyes 0.2-0.75 down)
     shut_eye_grow: float = 0.02  # ... this far past its lid ring,
     shut_source_eye_grow: float = 0.045  # ... and none of the source's eye shows on it: the target stays wherever the
     # source's lid ring, grown this much (of the source face), lands
@@ -76,7 +79,7 @@ class MeshTuning:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
-                     "held_eye_opening", "shut_eye_opening", "shut_eye_grow", "shut_source_eye_grow",
+                     "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow", "shut_source_eye_grow",
                      "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
