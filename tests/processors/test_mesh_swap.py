@@ -636,6 +636,27 @@ def test_the_source_s_fringe_leaves_the_target_s_forehead_alone(topology, faces)
     assert change(every_pixel) < -5.0
 
 
+def test_lowered_lids_fade_in_as_the_iris_sinks() -> None:
+    """Lids lowered over an eye looking down are kept fully from the thresholds on and not at all well before them,
+    and the share in between grows smoothly with the iris depth and the closing lids: a face looking down in a
+    video does not pop from the source's eyes to its own lids between two frames."""
+    tuning = MeshTuning()
+
+    def shut(opening: float, depth: float) -> float:
+        return swapper_stages.lowered_eyes((opening, 0.3), (depth, 0.4), tuning)
+
+    assert shut(0.13, tuning.lowered_iris_depth) == 1.0 and shut(0.13, 1.3) == 1.0
+    assert shut(0.13, tuning.lowered_iris_depth - tuning.lowered_fade) < 1e-9 and shut(0.13, 0.5) == 0.0
+    assert shut(tuning.lowered_eye_opening + 0.1 * tuning.lowered_fade, 1.0) < 1e-9 and shut(0.25, 1.0) == 0.0
+    assert shut(0.13, tuning.lowered_iris_depth - 0.5 * tuning.lowered_fade) == pytest.approx(0.5)
+    sinking = [shut(0.13, depth) for depth in np.linspace(0.6, 1.0, 81)]
+    assert min(np.diff(sinking)) >= 0 and max(np.diff(sinking)) < 0.1  # (steps of 0.005 in depth; a pop is 1)
+    closing = [shut(opening, 1.0) for opening in np.linspace(0.2, 0.1, 101)]
+    assert min(np.diff(closing)) >= 0 and max(np.diff(closing)) < 0.2
+    # either eye lowered is enough; the right one here
+    assert swapper_stages.lowered_eyes((0.3, 0.13), (0.4, 1.0), tuning) == 1.0
+
+
 def test_a_shut_target_eye_stays_shut_and_the_open_one_stays_open(topology, faces, pool) -> None:
     eyes, analyser = EyeLandmarker(partial(pool.session, "iris_landmark")), FaceAnalyser(pool)
     image, landmarks = faces["astronaut"]

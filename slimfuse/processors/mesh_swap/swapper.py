@@ -12,7 +12,7 @@ from slimfuse.processors import mesh_masks as mask_ops
 from slimfuse.processors.mesh_masks import FaceFrame
 from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_color, skin_weight
 from slimfuse.processors.mesh_swap.composition import (
-    blended, changed_alpha, face_alpha, kept_regions, outer_mask, source_eyes, with_target_in_front)
+    SMALLEST_ALPHA, blended, changed_alpha, face_alpha, kept_regions, outer_mask, source_eyes, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.geometry import (
@@ -132,7 +132,7 @@ class MeshSwapper:
         """The intermediate images of `swap_crop` (before blending), or None if no face pixel is covered."""
         if crop.ndim != 3 or crop.shape[2] != 3 or crop.dtype != np.uint8:
             raise ValueError("crop must be an RGB uint8 HxWx3 array")
-        target_landmarks, held_eyes, shut_eyes = self._lid_lines(crop, checked_landmarks(landmarks), source)
+        target_landmarks, held_eyes, shut = self._lid_lines(crop, checked_landmarks(landmarks), source)
         tuning = self.tuning
         region = face_region(target_landmarks, self.mesh.with_hole_centres(target_landmarks), crop.shape[:2])
         if region is None:
@@ -144,30 +144,29 @@ class MeshSwapper:
             return None
         keep_lips = (self.options.keep_mouth and self.mesh.mouth_closed(target_landmarks, frame, tuning.closed_mouth)
                      and not scaled.mesh.mouth_closed)
-        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes, shut_eyes), footprint,
+        return self._compose(self._render(crop, footprint, frame, scaled, keep_lips, held_eyes, shut), footprint,
                              frame, scaled)
 
     def _lid_lines(self, crop: np.ndarray, landmarks: np.ndarray,
-                   source: SourceFace) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
+                   source: SourceFace) -> tuple[np.ndarray, tuple[str, ...], float]:
         """The target's `landmarks` with its lid rings on the lid lines the iris model sees; the eyes less open than
-        `held_eye_opening` of the source's, which keep their opening; and the shut eyes, which keep their own lid
-        line: both, when either reads under `shut_eye_opening` or as lowered over an eye looking down (under
-        `lowered_eye_opening` with its iris centre `lowered_iris_depth` or further down between its lids). Without
-        the model (or a source measured by it): the landmarks as they are, and no such eyes."""
+        `held_eye_opening` of the source's, which keep their opening; and how shut the eyes are (0-1), which keep
+        their own lid lines so far: both, when either reads under `shut_eye_opening` or as lowered over an eye
+        looking down (`lowered_eyes`). Without the model (or a source measured by it): the landmarks as they are,
+        no such eyes, 0."""
         if self.eyes is None or source.eye_openings is None:
-            return landmarks, (), ()
+            return landmarks, (), 0.0
         landmarks, openings, iris_depths = self.eyes.lid_lines(crop, landmarks)
         tuning = self.tuning
-        lowered = any(opening < tuning.lowered_eye_opening and depth >= tuning.lowered_iris_depth
-                      for opening, depth in zip(openings, iris_depths, strict=True))
-        if min(openings) < tuning.shut_eye_opening or lowered:
-            # Eyes close together: an eye read open beside a shut one is mostly one under hair or in shadow, where
-            # the model sees an eye that is not there. Both keep their own lids (a wink keeps its open eye too).
-            return landmarks, tuple(EYE_CONTOURS), tuple(EYE_CONTOURS)
+        # Eyes close together: an eye read open beside a shut one is mostly one under hair or in shadow, where the
+        # model sees an eye that is not there. Both keep their own lids (a wink keeps its open eye too).
+        shut = 1.0 if min(openings) < tuning.shut_eye_opening else lowered_eyes(openings, iris_depths, tuning)
+        if shut >= SMALLEST_ALPHA:  # (less would change no pixel)
+            return landmarks, tuple(EYE_CONTOURS), shut
         held = tuple(eye for eye, opening, source_opening in zip(EYE_CONTOURS, openings, source.eye_openings,
                                                                  strict=True)
                      if opening < tuning.held_eye_opening * source_opening)
-        return landmarks, held, ()
+        return landmarks, held, 0.0
 
     def _footprint(self, region: Region, frame: FaceFrame, scaled: ScaledSource) -> Footprint | None:
         """Visibility and the outer mask: the triangles seen in `region`, the source texture's trust and the mask,
@@ -194,17 +193,18 @@ class MeshSwapper:
                          grain=grain[window])
 
     def _render(self, crop: np.ndarray, footprint: Footprint, frame: FaceFrame, scaled: ScaledSource,
-                keep_lips: bool, held_eyes: tuple[str, ...], shut_eyes: tuple[str, ...]) -> Rendered:
+                keep_lips: bool, held_eyes: tuple[str, ...], shut: float) -> Rendered:
         """Geometry: the target mesh moved by the shape transfer (`keep_lips`: not on its lips; `held_eyes`: their
-        lids with their corners only), the source warped onto it (not on the lid lines of `shut_eyes`, nor where the
-        source's eyes land on them), and the target's pixels and the footprint's maps moved along; the texture is not
-        trusted where the source is not usable (its hair, hat or frames), so the target's own pixels stay there."""
+        lids with their corners only), the source warped onto it (as far as the eyes are `shut`, not on their lid
+        lines, nor where the source's eyes land on them), and the target's pixels and the footprint's maps moved
+        along; the texture is not trusted where the source is not usable (its hair, hat or frames), so the target's
+        own pixels stay there."""
         region, tuning = footprint.region, self.tuning
         shift = (self.shape_transfer.vertex_shift(region.vertices, scaled.mesh.vertices, frame.size, keep_lips,
                                                   held_eyes) if tuning.shape_transfer > 0 else None)
         to_source, to_shift = affine_tables(self.mesh.triangles, region.vertices, scaled.mesh.corners, shift,
                                             footprint.drawable)
-        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut_eyes, self.options,
+        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut, self.options,
                             tuning)
         not_skin, damping = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
         original = target = region.of(crop)
@@ -218,8 +218,9 @@ class MeshSwapper:
         warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
         if scaled.usable is not None:  # the source's hair, hat or frames: not trusted at all
             trust = trust * _warped_usable(scaled, map_x, map_y)
-        if shut_eyes and not self.options.keep_eyes:
-            kept = np.maximum(kept, source_eyes(scaled.mesh.vertices, self.mesh, shut_eyes, map_x, map_y, tuning))
+        if shut > 0 and not self.options.keep_eyes:
+            kept = np.maximum(kept, np.float32(shut) * source_eyes(scaled.mesh.vertices, self.mesh, tuple(EYE_CONTOURS),
+                                                                   map_x, map_y, tuning))
         return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
                         kept=kept, trust=trust, not_skin=not_skin, damping=damping)
 
@@ -257,3 +258,14 @@ def _warped_usable(scaled: ScaledSource, map_x: np.ndarray, map_y: np.ndarray) -
         factor = np.float32(scaled.magnification)
         map_x, map_y = (map_x + np.float32(0.5)) / factor - np.float32(0.5), (map_y + np.float32(0.5)) / factor - np.float32(0.5)
     return cv2.remap(scaled.usable, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+
+
+def lowered_eyes(openings: tuple[float, float], iris_depths: tuple[float, float], tuning: MeshTuning) -> float:
+    """How surely (0-1) either eye is lowered over an eye looking down: under `lowered_eye_opening` with its iris
+    centre `lowered_iris_depth` or further down between its lids, fading in over `lowered_fade` of the depth (and a
+    tenth of that of the opening) before them, so a face looking down in a video does not pop."""
+    fade = tuning.lowered_fade
+    return max(float(mask_ops.smoothstep(np.float32((depth - tuning.lowered_iris_depth + fade) / fade))
+                     * mask_ops.smoothstep(np.float32((tuning.lowered_eye_opening + 0.1 * fade - opening)
+                                                      / (0.1 * fade))))
+               for opening, depth in zip(openings, iris_depths, strict=True))

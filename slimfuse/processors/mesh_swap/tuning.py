@@ -37,7 +37,8 @@ class MeshTuning:
     # close to tell apart by the opening alone),
     lowered_eye_opening: float = 0.16  # ... as is one less open than this whose iris centre sits this far down
     lowered_iris_depth: float = 0.85  # between its lids (0 upper, 1 lower): lids lowered over an eye looking down
-    # (such lids under make-up read 0.11-0.14 open, their iris centre 0.9-1.3 down; open eyes 0.2-0.75 down)
+    # (such lids under make-up read 0.11-0.14 open, their iris centre 0.9-1.3 down; open eyes 0.2-0.75 down);
+    lowered_fade: float = 0.1  # ... fading in over this much of the depth (a tenth of it of the opening) before them
     shut_eye_grow: float = 0.02  # ... this far past its lid ring,
     shut_source_eye_grow: float = 0.045  # ... and none of the source's eye shows on it: the target stays wherever the
     # source's lid ring, grown this much (of the source face), lands
@@ -83,8 +84,8 @@ class MeshTuning:
                      "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        for name in ("mask_feather", "hole_feather", "not_skin_ramp", "chroma_sigma", "seam_fade", "seam_light",
-                     "seam_grain", "seam_grain_fade"):
+        for name in ("mask_feather", "hole_feather", "not_skin_ramp", "lowered_fade", "chroma_sigma", "seam_fade",
+                     "seam_light", "seam_grain", "seam_grain_fade"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
