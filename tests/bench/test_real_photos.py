@@ -169,10 +169,10 @@ def test_closed_eyes_under_make_up_stay_closed_under_the_astronauts_open_ones(
 @pytest.mark.slow
 def test_lids_lowered_over_eyes_looking_down_are_kept(development_photos: dict[str, np.ndarray],
                                                        astronaut: np.ndarray, pool: ModelPool, store: Store) -> None:
-    """sample1's middle face looks down under lowered, made-up lids: the iris model reads them a little open (0.07-
-    0.14, so the opening alone does not say shut), but puts the iris centre at or below the lower lid, where an open
-    eye's sits between its lids. Its lids are kept; read by the opening alone, the astronaut's open eyes were squeezed
-    between them, looking out."""
+    """sample1's middle face looks down under lowered, made-up lids: the iris model reads them a little open
+    (0.075-0.14, so the opening alone does not say shut), but puts the iris centre at or below the lower lid, where
+    an open eye's sits between its lids. Its lids are kept; read by the opening alone, the astronaut's open eyes were
+    squeezed between them, looking out."""
     party = development_photos["sample1"]
     analyser, eyes = FaceAnalyser(pool), EyeLandmarker(partial(pool.session, "iris_landmark"))
     left, downcast, right = sorted(analyser.faces(party), key=lambda face: float(face.landmarks[:, 0].min()))

@@ -80,8 +80,8 @@ class MeshTuning:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
-                     "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow", "shut_source_eye_grow",
-                     "not_skin_distance", "hair_grow", "frame_grow"):
+                     "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow",
+                     "shut_source_eye_grow", "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather", "not_skin_ramp", "lowered_fade", "chroma_sigma", "seam_fade",
