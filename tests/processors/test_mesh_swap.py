@@ -202,8 +202,9 @@ def _peak_allocated(call: Callable[[], object]) -> int:
 
 
 def test_color_step_moves_low_frequencies_toward_target(topology, faces) -> None:
-    # the colour step alone: no fine detail damped or carried in
-    swapper = MeshSwapper(topology, tuning=MeshTuning(detail_floor=1.0, detail_transfer=0.0, detail_border=0.0))
+    # the colour step alone: no focus blur, no fine detail damped or carried in
+    swapper = MeshSwapper(topology, tuning=MeshTuning(max_focus_blur=0.0, detail_floor=1.0, detail_transfer=0.0,
+                                                      detail_border=0.0))
     for source, target in PAIRS:
         src = swapper.prepare_source(*faces[source])
         crop, lm, _ = face_crop(*faces[target])
@@ -356,6 +357,8 @@ def test_options_are_validated() -> None:
         MeshTuning(hair_grow=-0.01)
     with pytest.raises(ValueError, match="shut_source_eye_grow"):
         MeshTuning(shut_source_eye_grow=-0.01)
+    with pytest.raises(ValueError, match="max_focus_blur"):
+        MeshTuning(max_focus_blur=-0.01)
     for facing_away, fade in ((0.0, 0.04), (1.5, 0.04), (0.12, 0.0), (0.12, 0.2)):
         with pytest.raises(ValueError, match="max_facing_away"):
             MeshTuning(max_facing_away=facing_away, profile_fade=fade)
@@ -505,8 +508,8 @@ def test_a_wrinkled_source_keeps_only_about_twice_the_smooth_target_detail(topol
     """grace_hopper onto the smooth astronaut: her fine band is damped toward the target's level (to twice its
     energy, or down to the floor: a gain of 0.5 by default), not carried 6-7 times over as before."""
     crop, lm, _ = face_crop(*faces["astronaut"])
-    damped = MeshSwapper(topology)
-    full = MeshSwapper(topology, tuning=MeshTuning(detail_floor=1.0))
+    damped = MeshSwapper(topology, tuning=MeshTuning(max_focus_blur=0.0))  # the detail step alone
+    full = MeshSwapper(topology, tuning=MeshTuning(max_focus_blur=0.0, detail_floor=1.0))
     a = damped.layers(crop, lm, damped.prepare_source(*faces["grace_hopper"]))
     b = full.layers(crop, lm, full.prepare_source(*faces["grace_hopper"]))
     assert a is not None and b is not None
@@ -730,3 +733,28 @@ def test_none_of_the_source_s_eye_shows_on_a_shut_eye(topology, faces, pool) -> 
     # (a little stays darkened: the shape transfer moves the painted lash line by a pixel or so)
     assert darkened[0.0] > 0.2
     assert darkened[MeshTuning().shut_source_eye_grow] < 0.5 * darkened[0.0]
+
+
+def test_a_face_out_of_focus_gets_the_source_as_soft_as_itself(topology, faces) -> None:
+    """The astronaut's portrait out of focus (a Gaussian blur of 2 px, as a face beside the focused one in a group
+    photo): grace_hopper's sharp eyes and lips come out about as blurred as the target's, measured on the features
+    by the focus step's own measure; with the step off they stay much sharper."""
+    from slimfuse.processors.mesh_swap.focus import edge_blur
+
+    image, landmarks = faces["astronaut"]
+    crop, crop_landmarks, _ = face_crop(cv2.GaussianBlur(image, (0, 0), 2.0), landmarks)
+
+    def features_blur(tuning: MeshTuning) -> tuple[float, float]:
+        swapper = MeshSwapper(topology, tuning=tuning)
+        layers = swapper.layers(crop, crop_landmarks, swapper.prepare_source(*faces["grace_hopper"]))
+        assert layers is not None
+        weight = layers.color_weight  # eyes and lips: next to no colour statistics there
+        features = (weight < 0.02 * float(weight.max())) & (layers.alpha > 0.5)
+        return (edge_blur(color_ops.luma(layers.corrected), features),
+                edge_blur(color_ops.luma(layers.base.astype(np.float32)), features))
+
+    focused, target = features_blur(MeshTuning(max_focus_blur=0.05))  # no cap on this 110 px face
+    unfocused, _ = features_blur(MeshTuning(max_focus_blur=0.0))
+    print(f"features' blur: target {target:.2f} px, swapped {focused:.2f}, without the step {unfocused:.2f}")
+    assert unfocused < target - 0.8
+    assert abs(focused - target) < 0.3

@@ -26,6 +26,8 @@ No neural generator. `MeshSwapper` (swapper.py) runs these stages for each targe
 - Colour (color_match.py): a wide, skin-only low-frequency gain gives the source the target's lighting (the chroma
   over a narrower blur, so light that changes colour across the face is followed); it is damped on the lips and
   eyes so they keep their colour.
+- Focus (focus.py): a source sharper than the target around the features (a face out of focus in a group photo,
+  a small or compressed one) is blurred to the target's sharpness there, by at most a hundredth or so of the face.
 - Detail (detail.py): the skin's finest luma band is brought near the target's (a wrinkled source on a smooth face
   damped to about twice the target's energy; a smaller, magnified source topped up with the target's texture, fully
   near the mask border so the grain runs on across it).

@@ -14,6 +14,7 @@ from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_col
 from slimfuse.processors.mesh_swap.composition import (
     SMALLEST_ALPHA, blended, changed_alpha, face_alpha, kept_regions, outer_mask, source_eyes, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
+from slimfuse.processors.mesh_swap.focus import matched_focus
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.geometry import (
     Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, warp_source)
@@ -227,7 +228,7 @@ class MeshSwapper:
     def _compose(self, rendered: Rendered, footprint: Footprint, frame: FaceFrame,
                  scaled: ScaledSource) -> SwapLayers | None:
         """Composition, colour and detail: the rendered face's alpha over the target (None where it changes
-        nothing), its colour and its finest detail matched to the target's, and its light and grain at the seam."""
+        nothing), its colour, focus and finest detail matched to the target's, and its light and grain at the seam."""
         target, in_front = rendered.target, None
         if self.options.keep_occluders:
             # The target's glasses stay in front: unmoved, over the swapped face.
@@ -240,11 +241,13 @@ class MeshSwapper:
             return None
         weight = skin_weight(footprint.outer, rendered.not_skin, rendered.trust, rendered.painted, alpha)
         corrected = matched_color(rendered.warped, target, weight, rendered.damping, frame, self.tuning)
+        shown = alpha > 0
+        corrected = matched_focus(corrected, target, rendered.not_skin > 0.5, shown, self.tuning.max_focus_blur * frame.size)
         corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
                                    self.tuning)
         # The features (eyes, lips) are the source's even where the seam reaches them.
         skin = 1.0 - rendered.not_skin
-        corrected = seam_matched(corrected, target, footprint.seam * skin, footprint.grain * skin, alpha > 0,
+        corrected = seam_matched(corrected, target, footprint.seam * skin, footprint.grain * skin, shown,
                                  frame.size, self.tuning)
         return SwapLayers(box=footprint.region.box, base=np.ascontiguousarray(target), warped=rendered.warped,
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)

@@ -53,6 +53,8 @@ class MeshTuning:
     # even on a brow
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
+    max_focus_blur: float = 0.012  # a source sharper than the target's features is blurred to them, by at most
+    # this (a Gaussian's sigma; more takes the likeness of small faces)
     detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
     # that has less of it (a smaller, magnified source)
     detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
@@ -80,7 +82,7 @@ class MeshTuning:
         if self.interpolation not in ("linear", "cubic"):
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
-                     "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow",
+                     "max_focus_blur", "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow",
                      "shut_source_eye_grow", "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
