@@ -14,8 +14,8 @@ from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_col
 from slimfuse.processors.mesh_swap.composition import (
     SMALLEST_ALPHA, blended, changed_alpha, face_alpha, kept_regions, outer_mask, source_eyes, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
-from slimfuse.processors.mesh_swap.focus import matched_focus
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
+from slimfuse.processors.mesh_swap.focus import matched_focus
 from slimfuse.processors.mesh_swap.geometry import (
     Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, warp_source)
 from slimfuse.processors.mesh_swap.glasses import occluders

@@ -53,8 +53,8 @@ class MeshTuning:
     # even on a brow
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
-    max_focus_blur: float = 0.012  # a source sharper than the target's features is blurred to them, by at most
-    # this (a Gaussian's sigma; more takes the likeness of small faces)
+    max_focus_blur: float = 0.012  # a source whose features are sharper than the target's is blurred to the
+    # target's blur, by at most this (a Gaussian's sigma; more takes the likeness of small faces)
     detail_transfer: float = 0.15  # at most this share of the target's finest detail is carried into a source
     # that has less of it (a smaller, magnified source)
     detail_border: float = 0.14  # ... and all of it (up to the target's energy) from the mask edge to this far in,
