@@ -66,7 +66,8 @@ def _gradient(luma: np.ndarray) -> np.ndarray:
 def shown_blur(image: np.ndarray, shown: np.ndarray, sigma: float) -> np.ndarray:
     """`image` (float32 HxWx3) blurred by `sigma` px over its `shown` pixels only (what lies off them is not shown:
     off the face, the source's eye under a kept shut one, its hair; it must not bleed in); pixels with nothing
-    shown within reach stay as they were."""
+    shown within reach stay as they were. Not `color.normalized_blur`: that one is for wide blurs (it works on a
+    shrunk grid) and fills such pixels with the image's mean."""
     weight = shown.astype(np.float32)
     spread = cv2.GaussianBlur(weight, (0, 0), sigma)
     # OpenCV's per-channel arithmetic: numpy's broadcast over channels is several times slower.
