@@ -340,8 +340,9 @@ def test_no_face_in_crop_returns_input(topology, faces) -> None:
 def test_options_are_validated() -> None:
     with pytest.raises(UsageError, match="--blend: invalid choice: 'laplacian'"):
         SwapOptions(blend="laplacian")  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        MeshTuning(color_strength=1.5)
+    for name in ("color_strength", "lip_color"):
+        with pytest.raises(ValueError, match=name):
+            MeshTuning(**{name: 1.5})
     with pytest.raises(ValueError):
         MeshTuning(mask_feather=0)
     with pytest.raises(ValueError):
@@ -758,3 +759,55 @@ def test_a_face_out_of_focus_gets_the_source_as_soft_as_itself(topology, faces) 
     print(f"features' blur: target {target:.2f} px, swapped {focused:.2f}, without the step {unfocused:.2f}")
     assert unfocused < target - 0.8
     assert abs(focused - target) < 0.3
+
+
+def test_the_lips_keep_the_target_s_lipstick(topology, faces) -> None:
+    """The astronaut wearing a purple lipstick (painted on her lips, their shading kept): grace_hopper's lips come
+    out in it, with their own texture; with the step off they keep her pale colour."""
+    image, landmarks = faces["astronaut"]
+    lips = polygons_signed_distance(image.shape[:2], [landmarks[list(topology.lips_outer), :2]], 1)
+    inner = polygons_signed_distance(image.shape[:2], [landmarks[list(topology.lips_inner), :2]], 1)
+    assert lips is not None and inner is not None
+    on_lips = np.zeros(image.shape[:2], bool)
+    (signed, (x0, y0)), (inner_signed, (ix, iy)) = lips, inner
+    on_lips[y0:y0 + signed.shape[0], x0:x0 + signed.shape[1]] = signed > 0
+    on_lips[iy:iy + inner_signed.shape[0], ix:ix + inner_signed.shape[1]] &= inner_signed <= 0
+    shading = color_ops.luma(image.astype(np.float32))[on_lips]
+    painted = image.copy()
+    painted[on_lips] = np.clip(np.array([120.0, 25.0, 90.0]) * (shading / shading.mean())[:, None], 0, 255)
+    crop, crop_landmarks, m = face_crop(painted, landmarks)
+    measured = cv2.warpAffine(on_lips.astype(np.uint8), m, crop.shape[1::-1], flags=cv2.INTER_NEAREST) > 0
+    measured = cv2.erode(measured.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+
+    def lips_of(tuning: MeshTuning) -> np.ndarray:
+        # The target's lips stay where they are (no shape transfer), so its lip pixels are the swapped lips.
+        swapper = MeshSwapper(topology, tuning=tuning)
+        out, alpha = swapper.swap_crop(crop, crop_landmarks, swapper.prepare_source(*faces["grace_hopper"]))
+        assert (measured & (alpha > 0.5)).sum() > 60
+        return cv2.cvtColor(out, cv2.COLOR_RGB2Lab).astype(np.float32)[measured & (alpha > 0.5)]
+
+    target_ab = np.median(cv2.cvtColor(crop, cv2.COLOR_RGB2Lab).astype(np.float32)[measured], axis=0)[1:]
+    kept, pale = lips_of(MeshTuning(shape_transfer=0.0)), lips_of(MeshTuning(shape_transfer=0.0, lip_color=0.0))
+    kept_ab, pale_ab = np.median(kept, axis=0)[1:], np.median(pale, axis=0)[1:]
+    print(f"lips' a*, b*: target {target_ab}, swapped {kept_ab}, without the step {pale_ab}")
+    assert np.abs(kept_ab - target_ab).max() < 6
+    assert np.abs(pale_ab - target_ab).max() > 20
+    # A constant shift: the source's lip shading and texture stay.
+    assert np.corrcoef(kept[:, 0], pale[:, 0])[0, 1] > 0.9
+
+
+def test_the_maps_moved_by_the_shape_transfer_are_interpolated_exactly() -> None:
+    """Five maps moved along at once (kept, trust, not_skin, damping, lips) come out as each moved alone, bilinear to
+    float precision: OpenCV's remap of more than 4 channels snaps the points to 1/32 px."""
+    from slimfuse.processors.mesh_swap.shape_transfer import SamplePoints
+
+    rng = np.random.default_rng(5)
+    rows, columns = 40, 50
+    maps = [rng.random((rows, columns), dtype=np.float32) for _ in range(5)]
+    x = (np.arange(columns, dtype=np.float32)[None, :] + rng.uniform(-2, 2, (rows, columns))).astype(np.float32)
+    y = (np.arange(rows, dtype=np.float32)[:, None] + rng.uniform(-2, 2, (rows, columns))).astype(np.float32)
+    moved = SamplePoints(x, y, np.ones((rows, columns), bool), True).resampled(*maps)
+    assert len(moved) == 5
+    for alone, together in zip(maps, moved, strict=True):
+        single = cv2.remap(alone, x, y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        assert float(np.abs(together - single).max()) < 1e-5

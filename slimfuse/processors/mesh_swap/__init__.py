@@ -28,6 +28,8 @@ No neural generator. `MeshSwapper` (swapper.py) runs these stages for each targe
   eyes so they keep their colour.
 - Focus (focus.py): a source sharper than the target around the features (a face out of focus in a group photo,
   a small or compressed one) is blurred to the target's sharpness there, by at most a hundredth or so of the face.
+- Lips (color_match.py): then the lips take the target's lip colour (its lipstick, or its own lips' tone) and half
+  of its lips' lightness, by one shift of their median CIELAB colour: the source's lip shape and texture stay.
 - Detail (detail.py): the skin's finest luma band is brought near the target's (a wrinkled source on a smooth face
   damped to about twice the target's energy; a smaller, magnified source topped up with the target's texture, fully
   near the mask border so the grain runs on across it).

@@ -10,7 +10,7 @@ from slimfuse.config import SwapOptions
 from slimfuse.models.mesh_topology import MeshTopology
 from slimfuse.processors import mesh_masks as mask_ops
 from slimfuse.processors.mesh_masks import FaceFrame
-from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_color, skin_weight
+from slimfuse.processors.mesh_swap.color_match import feature_masks, matched_color, matched_lips, skin_weight
 from slimfuse.processors.mesh_swap.composition import (
     SMALLEST_ALPHA, blended, changed_alpha, face_alpha, kept_regions, outer_mask, source_eyes, with_target_in_front)
 from slimfuse.processors.mesh_swap.detail import matched_detail
@@ -72,7 +72,7 @@ class Rendered:
     """The footprint's region after the geometry: `original` (the crop's pixels), `target` (moved by the shape
     transfer), `warped` (the source rendered on the target mesh), `painted` (a triangle is seen) and `moved` (the
     shape transfer moved the pixel); and the maps moved along: `kept` (target regions that stay), `trust`,
-    `not_skin` and `damping` (see color_match.feature_masks)."""
+    `not_skin`, `damping` and `lips` (see color_match.feature_masks)."""
 
     original: np.ndarray
     target: np.ndarray
@@ -83,6 +83,7 @@ class Rendered:
     trust: np.ndarray
     not_skin: np.ndarray
     damping: np.ndarray
+    lips: np.ndarray
 
 
 class MeshSwapper:
@@ -207,13 +208,13 @@ class MeshSwapper:
                                             footprint.drawable)
         kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut, self.options,
                             tuning)
-        not_skin, damping = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
+        not_skin, damping, lips = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
         original = target = region.of(crop)
         triangle_ids, trust = footprint.triangle_ids, footprint.trust
         points = sample_points(to_shift, triangle_ids, footprint.outer)
         if points.any_moved:
             triangle_ids = points.triangle_ids(triangle_ids)
-            kept, trust, not_skin, damping = points.resampled(kept, trust, not_skin, damping)
+            kept, trust, not_skin, damping, lips = points.resampled(kept, trust, not_skin, damping, lips)
             target = remap_keeping_grain(target, points.x, points.y)
         map_x, map_y = per_pixel_affine(to_source, triangle_ids, points.x, points.y)
         warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
@@ -223,7 +224,7 @@ class MeshSwapper:
             kept = np.maximum(kept, np.float32(shut) * source_eyes(scaled.mesh.vertices, self.mesh, tuple(EYE_CONTOURS),
                                                                    map_x, map_y, tuning))
         return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
-                        kept=kept, trust=trust, not_skin=not_skin, damping=damping)
+                        kept=kept, trust=trust, not_skin=not_skin, damping=damping, lips=lips)
 
     def _compose(self, rendered: Rendered, footprint: Footprint, frame: FaceFrame,
                  scaled: ScaledSource) -> SwapLayers | None:
@@ -243,6 +244,9 @@ class MeshSwapper:
         corrected = matched_color(rendered.warped, target, weight, rendered.damping, frame, self.tuning)
         shown = alpha > 0
         corrected = matched_focus(corrected, target, rendered.not_skin > 0.5, shown, self.tuning.max_focus_blur * frame.size)
+        # After the focus step, which reads the source's own lip edges, not the edge of the lips' colour shift.
+        corrected = matched_lips(corrected, target, rendered.lips, shown, self.tuning.lip_color,
+                                 self.tuning.lip_lightness)
         corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
                                    self.tuning)
         # The features (eyes, lips) are the source's even where the seam reaches them.

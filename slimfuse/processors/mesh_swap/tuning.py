@@ -66,6 +66,10 @@ class MeshTuning:
     color_sigma: float = 0.6  # colour blur sigma, as a fraction of the target's inter-eye distance
     chroma_sigma: float = 0.25  # ... for the chroma: light whose colour changes across the face is followed
     feature_color_damping: float = 0.5  # share of the colour gain withheld on lips and eyes
+    lip_color: float = 1.0  # share of the lips' colour (CIELAB a*, b*) taken from the target's lips (its lipstick:
+    # make-up is the target's, as its glasses are) ...
+    lip_lightness: float = 0.5  # ... and of their lightness, this much of that (a dark lipstick's full darkness
+    # takes some of the source's likeness)
     max_stretch: float = 2.5  # texture magnified (in area) this much more than the face as a whole starts to
     # fade out, and is gone at twice that (seen obliquely in the source, or mouth closed there and open here)
     shape_transfer: float = 0.9  # 0 = keep the target's feature layout, 1 = move it fully to the source's
@@ -90,8 +94,9 @@ class MeshTuning:
                      "seam_light", "seam_grain", "seam_grain_fade"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
-        if not 0.0 <= self.color_strength <= 1.0 or not 0.0 <= self.feature_color_damping <= 1.0:
-            raise ValueError("color_strength and feature_color_damping must lie in [0, 1]")
+        for name in ("color_strength", "feature_color_damping", "lip_color", "lip_lightness"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1]")
         if not 0.0 <= self.shape_transfer <= 1.0:
             raise ValueError("shape_transfer must lie in [0, 1]")
         if self.shape_rings < 1 or self.max_shape_shift < 0:
