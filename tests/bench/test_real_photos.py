@@ -205,6 +205,44 @@ def test_lids_lowered_over_eyes_looking_down_are_kept(development_photos: dict[s
 
 
 @pytest.mark.slow
+def test_shut_eyes_kept_in_a_face_meet_its_light(development_photos: dict[str, np.ndarray], astronaut: np.ndarray,
+                                                 pool: ModelPool, store: Store) -> None:
+    """sample2's middle face looks down with shut eyes, a lamp on one cheek and hair across the other eye: its lids
+    are kept with the skin where the astronaut's open eyes would land, lit and shaded as the photo is. Just outside
+    them her skin takes that light (the seam's rule), where before it kept the colour step's wide light and the
+    kept lids stood out as a pale crescent and a dark oval."""
+    photo = development_photos["sample2"]
+    analyser, eyes = FaceAnalyser(pool), EyeLandmarker(partial(pool.session, "iris_landmark"))
+    downcast = sorted(analyser.faces(photo), key=lambda face: float(face.landmarks[:, 0].min()))[1]
+    topology = MeshTopology.from_json(store.path("face_mesh_topology").read_text(encoding="utf-8"))
+
+    def light_step(tuning: MeshTuning) -> float:
+        """The mean luma difference of the output's light (blur 2 px) from the photo's just outside the kept lids."""
+        swapper = MeshSwapper(topology, tuning=tuning, eyes=eyes)
+        source = swapper.prepare_source(astronaut, analyser.faces(astronaut)[0].landmarks)
+        layers = swapper.layers(photo, downcast.landmarks, source)
+        assert layers is not None
+        box = np.s_[layers.box[1]:layers.box[3], layers.box[0]:layers.box[2]]
+        output, _ = swapper.swap_crop(photo, downcast.landmarks, source)
+        # The kept lids: the regions left to the photo that hold the eyes (not what lies beyond the face's edge).
+        _, labels = cv2.connectedComponents((layers.alpha < 0.5).astype(np.uint8))
+        lids = np.zeros(labels.shape, np.uint8)
+        for ring in EYE_CONTOURS.values():
+            x, y = np.round(downcast.landmarks[list(ring), :2].mean(axis=0) - layers.box[:2]).astype(int)
+            assert labels[y, x] > 0
+            lids |= (labels == labels[y, x]).astype(np.uint8)
+        outside = cv2.distanceTransform(1 - lids, cv2.DIST_L2, 5)
+        beside = (outside > 0) & (outside <= 0.02 * max(lids.shape)) & (layers.alpha > 0.5)
+        assert beside.sum() > 50
+        light = [cv2.GaussianBlur(fm.gray(image[box]).astype(np.float32), (0, 0), 2.0) for image in (output, photo)]
+        return float(np.abs(light[0] - light[1])[beside].mean())
+
+    step, step_before = light_step(MeshTuning()), light_step(MeshTuning(shut_eye_seam=0.0))
+    print(f"light step beside the kept lids: {step:.1f} levels, {step_before:.1f} without the step")
+    assert step < 0.7 * step_before
+
+
+@pytest.mark.slow
 def test_a_face_in_profile_is_left_as_it_is(judge: FaceJudge, development_photos: dict[str, np.ndarray],
                                             grace_hopper: np.ndarray, pool: ModelPool, store: Store) -> None:
     """sample2's profile (its left face): FaceMesh folds the far half of its mesh onto the nose line (a fifth of the

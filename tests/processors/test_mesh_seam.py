@@ -95,3 +95,18 @@ def test_the_grain_is_held_further_in_than_the_light(astronaut: np.ndarray, grac
     assert _fine_energy(color_ops.luma(light_only), between) > 0.9 * face_energy  # without the zone: all of it
     assert _fine_energy(color_ops.luma(result), between) < 0.3 * face_energy
     np.testing.assert_allclose(result[:, 181:], face[:, 181:], atol=1e-3)
+
+
+def test_around_a_region_falls_smoothly_from_its_edge_to_the_reach() -> None:
+    """`around` (the light's zone around kept shut eyes): 1 on the region, falling without steps to 0 at the reach
+    outside it, whatever the region's own soft edge."""
+    from slimfuse.processors.mesh_swap.seam import around
+
+    region = np.zeros((80, 80), np.float32)
+    cv2.circle(region, (40, 40), 15, 1.0, -1)
+    region = cv2.GaussianBlur(region, (0, 0), 1.0)
+    zone = around(region, 10.0)
+    row = zone[40, 40:]  # from the middle outward: the edge at about 15 px
+    assert np.all(zone[region > 0.5] == 1.0)
+    assert row[16] > 0.85 and 0.3 < row[19] < 0.7 and np.all(row[26:] == 0.0)
+    assert np.all(np.diff(row) <= 0) and float(np.abs(np.diff(row)).max()) < 0.3

@@ -34,7 +34,8 @@ No neural generator. `MeshSwapper` (swapper.py) runs these stages for each targe
   damped to about twice the target's energy; a smaller, magnified source topped up with the target's texture, fully
   near the mask border so the grain runs on across it).
 - Seam (seam.py): over the mask's feathered edge and a little further in, the face's light is the target's and its
-  grain no stronger than the target's, so the source's own shading and wrinkles at its outline draw no line.
+  grain no stronger than the target's, so the source's own shading and wrinkles at its outline draw no line; around
+  kept shut eyes the light is the target's too, so the kept lids show no patch of another light.
 - Composition (composition.py): the mask is the covered face region, eroded and feathered by fractions of the face
   size (more at the forehead and the jaw, where the mesh edge is least reliable), with the target's mouth interior
   cut out by default; feathered alpha by default, or Poisson (`cv2.seamlessClone`) inside a tight mask.

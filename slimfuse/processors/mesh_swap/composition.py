@@ -41,11 +41,12 @@ def outer_mask(coverage: np.ndarray, frame: mask_ops.FaceFrame, origin: tuple[in
 
 
 def kept_regions(vertices: np.ndarray, mesh: SwapMesh, frame: mask_ops.FaceFrame, shape: tuple[int, int],
-                 keep_lips: bool, shut: float, options: SwapOptions, tuning: MeshTuning) -> np.ndarray:
+                 keep_lips: bool, shut: float, options: SwapOptions,
+                 tuning: MeshTuning) -> tuple[np.ndarray, np.ndarray | None]:
     """Where the target stays (float32, soft-edged): its mouth interior (`keep_mouth`), its whole lips (`keep_lips`:
     its mouth is closed and the source's open, so its seam stays and no teeth are squeezed in), its eye region
     (eye_region "target"), its eyes (`keep_eyes`) and, as far as they are `shut` (0-1), its eyes' lid lines with
-    their lashes (not the source's iris squeezed in)."""
+    their lashes (not the source's iris squeezed in). And those lid lines' region in full (None unless shut)."""
     size = frame.size
     kept = np.zeros(shape, np.float32)
     mouth = mesh.ring_points(vertices, "lips_inner")
@@ -61,11 +62,11 @@ def kept_regions(vertices: np.ndarray, mesh: SwapMesh, frame: mask_ops.FaceFrame
     # Kept eyes with their lids and lashes: the blend edge lies on skin, not on the (often red) lid rims.
     eyes = [mesh.ring_points(vertices, eye) for eye in ("left_eye", "right_eye")]
     if options.keep_eyes:
-        kept = np.maximum(kept, mask_ops.soft_polygons(shape, eyes, tuning.eye_keep_grow * size, feather))
-    elif shut > 0:
-        kept = np.maximum(kept, np.float32(shut) * mask_ops.soft_polygons(shape, eyes, tuning.shut_eye_grow * size,
-                                                                          feather))
-    return kept
+        return np.maximum(kept, mask_ops.soft_polygons(shape, eyes, tuning.eye_keep_grow * size, feather)), None
+    if shut <= 0:
+        return kept, None
+    lids = mask_ops.soft_polygons(shape, eyes, tuning.shut_eye_grow * size, feather)
+    return np.maximum(kept, np.float32(shut) * lids), lids
 
 
 def source_eyes(source_vertices: np.ndarray, mesh: SwapMesh, eyes: tuple[str, ...], map_x: np.ndarray,

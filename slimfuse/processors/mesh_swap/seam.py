@@ -7,13 +7,16 @@ around the face. Over the ramp and a little further in (the `seam` map), the fac
 sizes is the target's. Its grain in octave bands up to `seam_grain` is held to the target's local energy (never
 raised: a smoother source is topped up by the detail step) over a wider zone (`grain`), so a wrinkled source's
 texture fades in instead of starting at once where the light does, which drew the edge of a mask. Further in, the
-face is the source's."""
+face is the source's. The light is the target's around a kept shut eye too (`around`): the target's lids and the
+skin kept with them meet the source's there, and a lit cheek or a strand of hair across the eye would otherwise
+stand out as a pale or dark patch."""
 from __future__ import annotations
 
 import cv2
 import numpy as np
 
 from slimfuse.processors import color as color_ops
+from slimfuse.processors import mesh_masks as mask_ops
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
 
@@ -51,3 +54,9 @@ def _grain_held(grain: np.ndarray, target_grain: np.ndarray, seam: np.ndarray, f
         grain, target_grain = smooth, target_smooth
         sigma *= 2.0
     return held + grain
+
+
+def around(region: np.ndarray, reach: float) -> np.ndarray:
+    """1 on `region` (float32, > 0.5 inside) and its edge, falling smoothly to 0 `reach` px outside it."""
+    outside = cv2.distanceTransform((region <= 0.5).astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_5)
+    return 1.0 - mask_ops.smoothstep(outside / np.float32(max(reach, 1.0)))

@@ -20,7 +20,7 @@ from slimfuse.processors.mesh_swap.geometry import (
     Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, warp_source)
 from slimfuse.processors.mesh_swap.glasses import occluders
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
-from slimfuse.processors.mesh_swap.seam import seam_matched
+from slimfuse.processors.mesh_swap.seam import around, seam_matched
 from slimfuse.processors.mesh_swap.shape_transfer import ShapeTransfer, sample_points
 from slimfuse.processors.mesh_swap.source import ScaledSource, SourceFace, cut_out_source, scaled_source
 from slimfuse.processors.mesh_swap.source_skin import usable_source
@@ -72,7 +72,8 @@ class Rendered:
     """The footprint's region after the geometry: `original` (the crop's pixels), `target` (moved by the shape
     transfer), `warped` (the source rendered on the target mesh), `painted` (a triangle is seen) and `moved` (the
     shape transfer moved the pixel); and the maps moved along: `kept` (target regions that stay), `trust`,
-    `not_skin`, `damping` and `lips` (see color_match.feature_masks)."""
+    `not_skin`, `damping` and `lips` (see color_match.feature_masks); `eye_seam`, where the face takes the target's
+    light around kept shut eyes (None where none is shut)."""
 
     original: np.ndarray
     target: np.ndarray
@@ -84,6 +85,7 @@ class Rendered:
     not_skin: np.ndarray
     damping: np.ndarray
     lips: np.ndarray
+    eye_seam: np.ndarray | None
 
 
 class MeshSwapper:
@@ -206,8 +208,8 @@ class MeshSwapper:
                                                   held_eyes) if tuning.shape_transfer > 0 else None)
         to_source, to_shift = affine_tables(self.mesh.triangles, region.vertices, scaled.mesh.corners, shift,
                                             footprint.drawable)
-        kept = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut, self.options,
-                            tuning)
+        kept, lids = kept_regions(region.vertices, self.mesh, frame, region.shape, keep_lips, shut, self.options,
+                                  tuning)
         not_skin, damping, lips = feature_masks(region.vertices, self.mesh, frame.size, region.shape)
         original = target = region.of(crop)
         triangle_ids, trust = footprint.triangle_ids, footprint.trust
@@ -215,16 +217,20 @@ class MeshSwapper:
         if points.any_moved:
             triangle_ids = points.triangle_ids(triangle_ids)
             kept, trust, not_skin, damping, lips = points.resampled(kept, trust, not_skin, damping, lips)
+            lids = points.resampled(lids)[0] if lids is not None else None
             target = remap_keeping_grain(target, points.x, points.y)
         map_x, map_y = per_pixel_affine(to_source, triangle_ids, points.x, points.y)
         warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
         if scaled.usable is not None:  # the source's hair, hat or frames: not trusted at all
             trust = trust * _warped_usable(scaled, map_x, map_y)
-        if shut > 0 and not self.options.keep_eyes:
-            kept = np.maximum(kept, np.float32(shut) * source_eyes(scaled.mesh.vertices, self.mesh, tuple(EYE_CONTOURS),
-                                                                   map_x, map_y, tuning))
+        eye_seam = None
+        if lids is not None:
+            eyes = np.maximum(lids, source_eyes(scaled.mesh.vertices, self.mesh, tuple(EYE_CONTOURS), map_x, map_y,
+                                                tuning))
+            kept = np.maximum(kept, np.float32(shut) * eyes)
+            eye_seam = np.float32(shut) * around(eyes, tuning.shut_eye_seam * frame.size)
         return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
-                        kept=kept, trust=trust, not_skin=not_skin, damping=damping, lips=lips)
+                        kept=kept, trust=trust, not_skin=not_skin, damping=damping, lips=lips, eye_seam=eye_seam)
 
     def _compose(self, rendered: Rendered, footprint: Footprint, frame: FaceFrame,
                  scaled: ScaledSource) -> SwapLayers | None:
@@ -249,10 +255,13 @@ class MeshSwapper:
                                  self.tuning.lip_lightness)
         corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
                                    self.tuning)
-        # The features (eyes, lips) are the source's even where the seam reaches them.
+        # The features (eyes, lips) are the source's even where the seam reaches them; around kept shut eyes (the
+        # target's own) the light is the target's all the same.
         skin = 1.0 - rendered.not_skin
-        corrected = seam_matched(corrected, target, footprint.seam * skin, footprint.grain * skin, shown,
-                                 frame.size, self.tuning)
+        seam = footprint.seam * skin
+        if rendered.eye_seam is not None:
+            seam = np.maximum(seam, rendered.eye_seam)
+        corrected = seam_matched(corrected, target, seam, footprint.grain * skin, shown, frame.size, self.tuning)
         return SwapLayers(box=footprint.region.box, base=np.ascontiguousarray(target), warped=rendered.warped,
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)
 

@@ -41,7 +41,8 @@ class MeshTuning:
     lowered_fade: float = 0.1  # ... fading in over this much of the depth (a tenth of it of the opening) before them
     shut_eye_grow: float = 0.02  # ... this far past its lid ring,
     shut_source_eye_grow: float = 0.045  # ... and none of the source's eye shows on it: the target stays wherever the
-    # source's lid ring, grown this much (of the source face), lands
+    # source's lid ring, grown this much (of the source face), lands; ...
+    shut_eye_seam: float = 0.05  # ... and the face takes the target's light (as at the seam) this far around that
     not_skin_distance: float = 3.5  # a source pixel this many standard scores (CIELAB, against its cheeks' skin) off
     # the skin colour starts to be something else (hair, a hat, frames) ...
     not_skin_ramp: float = 2.0  # ... and is surely so this many more on,
@@ -87,7 +88,7 @@ class MeshTuning:
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
                      "max_focus_blur", "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow",
-                     "shut_source_eye_grow", "not_skin_distance", "hair_grow", "frame_grow"):
+                     "shut_source_eye_grow", "shut_eye_seam", "not_skin_distance", "hair_grow", "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather", "not_skin_ramp", "lowered_fade", "chroma_sigma", "seam_fade",
