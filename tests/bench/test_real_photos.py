@@ -243,6 +243,35 @@ def test_shut_eyes_kept_in_a_face_meet_its_light(development_photos: dict[str, n
 
 
 @pytest.mark.slow
+def test_the_skin_below_the_source_s_fringe_takes_the_target_s_light(
+        judge: FaceJudge, development_photos: dict[str, np.ndarray], astronaut: np.ndarray, pool: ModelPool,
+        store: Store) -> None:
+    """The astronaut's fringe is not used, and the target's forehead shows through it; her skin just below it lies
+    in its shadow. On sample2's right face that shadow drew a dark band across the forehead above the brows (the
+    bench's forehead band 4.2 levels darker than the photo's); the seam's rule around the fringe leaves the target's
+    light there."""
+    photo = development_photos["sample2"]
+    analyser = FaceAnalyser(pool)
+    face = max(analyser.faces(photo), key=lambda f: float(f.landmarks[:, 0].min()))
+    judged = max(judge.faces(photo), key=lambda f: f.box[0])
+    band = fm.forehead_band(photo.shape[:2], judged.points)
+    topology = MeshTopology.from_json(store.path("face_mesh_topology").read_text(encoding="utf-8"))
+    eyes = EyeLandmarker(partial(pool.session, "iris_landmark"))
+
+    def forehead_change(tuning: MeshTuning) -> float:
+        swapper = MeshSwapper(topology, tuning=tuning, eyes=eyes)
+        source = swapper.prepare_source(astronaut, analyser.faces(astronaut)[0].landmarks)
+        output, _ = swapper.swap_crop(photo, face.landmarks, source)
+        assert (output[band] != photo[band]).any(axis=-1).mean() > 0.3  # the swap reaches the band
+        return fm.mean_gray(output, band) - fm.mean_gray(photo, band)
+
+    change, change_before = forehead_change(MeshTuning()), forehead_change(MeshTuning(hair_seam=0.0))
+    print(f"forehead change: {change:.1f} levels, {change_before:.1f} without the seam around the fringe")
+    assert change_before < -3.0
+    assert abs(change) < 0.6 * abs(change_before)
+
+
+@pytest.mark.slow
 def test_a_face_in_profile_is_left_as_it_is(judge: FaceJudge, development_photos: dict[str, np.ndarray],
                                             grace_hopper: np.ndarray, pool: ModelPool, store: Store) -> None:
     """sample2's profile (its left face): FaceMesh folds the far half of its mesh onto the nose line (a fifth of the

@@ -357,8 +357,9 @@ def test_options_are_validated() -> None:
             MeshTuning(**{name: 0.0})
     with pytest.raises(ValueError, match="hair_grow"):
         MeshTuning(hair_grow=-0.01)
-    with pytest.raises(ValueError, match="shut_source_eye_grow"):
-        MeshTuning(shut_source_eye_grow=-0.01)
+    for name in ("shut_source_eye_grow", "hair_seam"):
+        with pytest.raises(ValueError, match=name):
+            MeshTuning(**{name: -0.01})
     with pytest.raises(ValueError, match="max_focus_blur"):
         MeshTuning(max_focus_blur=-0.01)
     for facing_away, fade in ((0.0, 0.04), (1.5, 0.04), (0.12, 0.0), (0.12, 0.2)):
@@ -589,6 +590,34 @@ def test_the_source_s_frames_and_fringe_are_not_used(topology, faces) -> None:
         for cheek in (205, 425):
             x, y = np.round(local[cheek, :2]).astype(int)
             assert float(usable[y - 3:y + 4, x - 3:x + 4].min()) > 0.99
+
+
+def test_the_skin_in_the_shadow_of_the_source_s_fringe_is_marked_and_her_features_are_not(topology, faces) -> None:
+    """The astronaut's hair shadow map (where the swap takes the target's light): 1 on her fringe and on the
+    forehead skin just below it, 0 by `hair_seam` face sizes from it and never on her eyes, lips and brows (her
+    likeness); no map when `hair_seam` is 0."""
+    source = MeshSwapper(topology).prepare_source(*faces["astronaut"])
+    assert source.usable is not None and source.hair_shadow is not None
+    shadow, points, size = source.hair_shadow, source.landmarks, source.face_size
+    # on the fringe (not used; above the brows, where frames are not looked for) the shadow map is 1; just below
+    # its edge it runs on over the skin
+    above_brows = np.arange(shadow.shape[0])[:, None] < min(points[105, 1], points[334, 1]) - 0.05 * size
+    fringe = (source.usable < 0.05) & above_brows
+    assert fringe.sum() > 100 and float(shadow[fringe].min()) > 0.99
+    from_hair = cv2.distanceTransform((source.usable > 0.5).astype(np.uint8), cv2.DIST_L2, 5)
+    reach = MeshTuning().hair_seam * size
+    edge = (from_hair > 0) & (from_hair <= 0.3 * reach) & above_brows
+    assert edge.sum() > 20 and float(shadow[edge].min()) > 0.7
+    assert float(shadow[(from_hair > 1.1 * reach) & (source.usable > 0.99)].max()) == 0.0
+    for ring in (topology.left_eye, topology.right_eye, topology.lips_outer):
+        mask = np.zeros(shadow.shape, np.uint8)
+        cv2.fillPoly(mask, [np.round(points[list(ring), :2]).astype(np.int32)], 1)
+        assert float(shadow[mask > 0].max()) == 0.0
+    for brow in ((46, 53, 52, 65, 55, 107, 66, 105, 63, 70), (276, 283, 282, 295, 285, 336, 296, 334, 293, 300)):
+        mask = np.zeros(shadow.shape, np.uint8)
+        cv2.fillPoly(mask, [np.round(points[list(brow), :2]).astype(np.int32)], 1)
+        assert float(np.median(shadow[mask > 0])) == 0.0
+    assert MeshSwapper(topology, tuning=MeshTuning(hair_seam=0.0)).prepare_source(*faces["astronaut"]).hair_shadow is None
 
 
 def _shut_right_eye(image: np.ndarray, landmarks: np.ndarray, eyes: EyeLandmarker) -> np.ndarray:

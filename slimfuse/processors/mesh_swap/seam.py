@@ -9,7 +9,9 @@ raised: a smoother source is topped up by the detail step) over a wider zone (`g
 texture fades in instead of starting at once where the light does, which drew the edge of a mask. Further in, the
 face is the source's. The light is the target's around a kept shut eye too (`around`): the target's lids and the
 skin kept with them meet the source's there, and a lit cheek or a strand of hair across the eye would otherwise
-stand out as a pale or dark patch."""
+stand out as a pale or dark patch. And around the source's fringe or hat, which is not used: the target's forehead
+shows through there, and the source's skin next to it lies in their shadow, which drew a dark band across the
+target's forehead."""
 from __future__ import annotations
 
 import cv2

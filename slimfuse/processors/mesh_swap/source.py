@@ -40,7 +40,8 @@ class SourceFace:
     eye_openings: each eye's opening by the iris model (eyes.EYE_CONTOURS order), or None if not measured.
     usable: float32 map of the image, 1 where its pixels may be used and 0 on hair, a hat or frames
     (source_skin.py, made by `MeshSwapper.prepare_source` for its options), or None (all of it); usable_levels: its
-    pyramid, filled in automatically."""
+    pyramid, filled in automatically. hair_shadow: float32 map of the image, 1 on the skin in the shadow of the
+    hair or hat not used (source_skin.py), or None; hair_shadow_levels: its pyramid, the same way."""
 
     image: np.ndarray
     landmarks: np.ndarray
@@ -49,6 +50,8 @@ class SourceFace:
     eye_openings: tuple[float, float] | None = None
     usable: np.ndarray | None = field(default=None, repr=False)
     usable_levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    hair_shadow: np.ndarray | None = field(default=None, repr=False)
+    hair_shadow_levels: tuple[np.ndarray, ...] = field(default=(), repr=False)
     # Made on first use and kept: the magnified images by (factor, sharpen), the meshes by `source_mesh`'s key.
     _upsampled: dict[tuple[int, float], np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _meshes: dict[tuple[float, int, int], SourceMesh] = field(default_factory=dict, init=False, repr=False)
@@ -70,17 +73,11 @@ class SourceFace:
         object.__setattr__(self, "face_size", size)
         if not self.levels:
             object.__setattr__(self, "levels", _pyramid(image, size))
-        if self.usable is not None:
-            usable = np.ascontiguousarray(self.usable, dtype=np.float32)
-            if usable.shape != image.shape[:2]:
-                raise ValueError("SourceFace.usable must have the image's height and width")
-            levels = [usable]
-            while len(levels) < len(self.levels):  # pyrDown's sizes, as the image's levels
-                levels.append(cv2.pyrDown(levels[-1]))
-            for level in levels:
-                level.setflags(write=False)
-            object.__setattr__(self, "usable", usable)
-            object.__setattr__(self, "usable_levels", tuple(levels))
+        for name in ("usable", "hair_shadow"):
+            if getattr(self, name) is not None:
+                levels = _map_levels(getattr(self, name), image.shape[:2], len(self.levels), name)
+                object.__setattr__(self, name, levels[0])
+                object.__setattr__(self, f"{name}_levels", levels)
 
     @staticmethod
     def magnified(ratio: float) -> int:
@@ -101,6 +98,19 @@ class SourceFace:
             big.setflags(write=False)
             self._upsampled[key] = big
         return self._upsampled[key]
+
+
+def _map_levels(values: np.ndarray, shape: tuple[int, ...], count: int, name: str) -> tuple[np.ndarray, ...]:
+    """A float32 map of the source image (of `shape`) and its pyrDown halvings, `count` in all, as the image's
+    levels (read-only)."""
+    levels = [np.ascontiguousarray(values, dtype=np.float32)]
+    if levels[0].shape != shape:
+        raise ValueError(f"SourceFace.{name} must have the image's height and width")
+    while len(levels) < count:
+        levels.append(cv2.pyrDown(levels[-1]))
+    for level in levels:
+        level.setflags(write=False)
+    return tuple(levels)
 
 
 def _pyramid(image: np.ndarray, face_size: float) -> tuple[np.ndarray, ...]:
@@ -156,7 +166,7 @@ class ScaledSource:
     """The source as one target face samples it. ratio: the target face's size over the source face's; level: the
     pyramid level used (one close to, not below, the target's scale); magnification: how many times a source face
     smaller than the target's is magnified (1, 2 or 4; level 0); image: that level or magnified copy; mesh: the
-    source's mesh there."""
+    source's mesh there; usable, hair_shadow: the source's maps at that level (not magnified), or None."""
 
     ratio: float
     level: int
@@ -164,6 +174,7 @@ class ScaledSource:
     image: np.ndarray
     mesh: SourceMesh
     usable: np.ndarray | None = None
+    hair_shadow: np.ndarray | None = None
 
     @property
     def level_ratio(self) -> float:
@@ -186,7 +197,8 @@ def scaled_source(source: SourceFace, target_landmarks: np.ndarray, mesh: SwapMe
     image = source.upsampled(magnification, sharpen) if magnification > 1 else source.levels[level]
     return ScaledSource(ratio=ratio, level=level, magnification=magnification, image=image,
                         mesh=source_mesh(source, mesh, level, magnification, closed_mouth),
-                        usable=source.usable_levels[level] if source.usable_levels else None)
+                        usable=source.usable_levels[level] if source.usable_levels else None,
+                        hair_shadow=source.hair_shadow_levels[level] if source.hair_shadow_levels else None)
 
 
 def source_mesh(source: SourceFace, mesh: SwapMesh, level: int, magnification: int, closed_mouth: float) -> SourceMesh:

@@ -14,6 +14,7 @@ import numpy as np
 from slimfuse.processors import mesh_masks as mask_ops
 from slimfuse.processors.mesh_swap.glasses import glasses_zone
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, face_extent
+from slimfuse.processors.mesh_swap.seam import around
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
 BROWS = ((46, 53, 52, 65, 55, 107, 66, 105, 63, 70), (276, 283, 282, 295, 285, 336, 296, 334, 293, 300))
@@ -27,9 +28,11 @@ SPARED_RAMP = 2.0  # pixels over which the always-used brows fade into what is n
 
 
 def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning,
-                  remove_glasses: bool) -> np.ndarray:
-    """float32 map of the source `image` (RGB uint8) with FaceMesh `landmarks`: 1 where its pixels may be used,
-    falling to 0 on hair, a hat or (`remove_glasses`) dark frames; soft-edged."""
+                  remove_glasses: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """float32 maps of the source `image` (RGB uint8) with FaceMesh `landmarks`, soft-edged: where its pixels may
+    be used (1), falling to 0 on hair, a hat or (`remove_glasses`) dark frames; and the skin in the shadow of that
+    hair or hat (1 on it, falling to 0 `hair_seam` face sizes from it; 0 on the eyes and brows, the source's
+    features), or None if `hair_seam` is 0."""
     size = face_extent(landmarks)
     shape = image.shape[:2]
     lab = cv2.cvtColor(image.astype(np.float32) / np.float32(255.0), cv2.COLOR_RGB2Lab)
@@ -47,8 +50,10 @@ def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuni
     # Grown and softened: a strand's or a rim's soft edge, darker than the skin but not by enough, goes too, and
     # the target's skin shows through without a seam (the hair's shadow on the forehead with it; a frame's only a
     # little, since the lids and skin beside it are the source's likeness); the eyes and brows stay whole.
-    other = np.maximum(_grown(hair, tuning.hair_grow * size), _grown(frames, tuning.frame_grow * size))
-    return 1.0 - other * (1.0 - spared)
+    hair = _grown(hair, tuning.hair_grow * size) * (1.0 - spared)
+    usable = 1.0 - np.maximum(hair, _grown(frames, tuning.frame_grow * size) * (1.0 - spared))
+    shadow = around(hair, tuning.hair_seam * size) * (1.0 - spared) if tuning.hair_seam > 0 else None
+    return usable, shadow
 
 
 def _grown(image: np.ndarray, grow: float) -> np.ndarray:

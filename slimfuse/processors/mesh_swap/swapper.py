@@ -73,7 +73,8 @@ class Rendered:
     transfer), `warped` (the source rendered on the target mesh), `painted` (a triangle is seen) and `moved` (the
     shape transfer moved the pixel); and the maps moved along: `kept` (target regions that stay), `trust`,
     `not_skin`, `damping` and `lips` (see color_match.feature_masks); `eye_seam`, where the face takes the target's
-    light around kept shut eyes (None where none is shut)."""
+    light around kept shut eyes (None where none is shut); `hair_seam`, the same around the source's hair or hat
+    that is not used (None where it has none)."""
 
     original: np.ndarray
     target: np.ndarray
@@ -86,6 +87,7 @@ class Rendered:
     damping: np.ndarray
     lips: np.ndarray
     eye_seam: np.ndarray | None
+    hair_seam: np.ndarray | None
 
 
 class MeshSwapper:
@@ -111,8 +113,8 @@ class MeshSwapper:
         openings = None
         if self.eyes is not None:
             local, openings, _ = self.eyes.lid_lines(crop, local)
-        usable = usable_source(crop, local, self.mesh, self.tuning, self.options.remove_source_glasses)
-        return SourceFace(image=crop, landmarks=local, eye_openings=openings, usable=usable)
+        usable, hair_shadow = usable_source(crop, local, self.mesh, self.tuning, self.options.remove_source_glasses)
+        return SourceFace(image=crop, landmarks=local, eye_openings=openings, usable=usable, hair_shadow=hair_shadow)
 
     def swap_crop(self, crop: np.ndarray, landmarks: np.ndarray, source: SourceFace) -> tuple[np.ndarray, np.ndarray]:
         """Swap the face in `crop` (RGB uint8) whose FaceMesh `landmarks` (468, 3) are in crop pixels.
@@ -221,8 +223,11 @@ class MeshSwapper:
             target = remap_keeping_grain(target, points.x, points.y)
         map_x, map_y = per_pixel_affine(to_source, triangle_ids, points.x, points.y)
         warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
+        hair_seam = None
         if scaled.usable is not None:  # the source's hair, hat or frames: not trusted at all
-            trust = trust * _warped_usable(scaled, map_x, map_y)
+            trust = trust * _warped_map(scaled, scaled.usable, map_x, map_y)
+        if scaled.hair_shadow is not None:  # where its skin lies in that hair's shadow
+            hair_seam = _warped_map(scaled, scaled.hair_shadow, map_x, map_y)
         eye_seam = None
         if lids is not None:
             eyes = np.maximum(lids, source_eyes(scaled.mesh.vertices, self.mesh, tuple(EYE_CONTOURS), map_x, map_y,
@@ -230,7 +235,8 @@ class MeshSwapper:
             kept = np.maximum(kept, np.float32(shut) * eyes)
             eye_seam = np.float32(shut) * around(eyes, tuning.shut_eye_seam * frame.size)
         return Rendered(original=original, target=target, warped=warped, painted=triangle_ids > 0, moved=points.moved,
-                        kept=kept, trust=trust, not_skin=not_skin, damping=damping, lips=lips, eye_seam=eye_seam)
+                        kept=kept, trust=trust, not_skin=not_skin, damping=damping, lips=lips, eye_seam=eye_seam,
+                        hair_seam=hair_seam)
 
     def _compose(self, rendered: Rendered, footprint: Footprint, frame: FaceFrame,
                  scaled: ScaledSource) -> SwapLayers | None:
@@ -255,10 +261,14 @@ class MeshSwapper:
                                  self.tuning.lip_lightness)
         corrected = matched_detail(corrected, target, weight, rendered.not_skin, footprint.border, scaled.level_ratio,
                                    self.tuning)
-        # The features (eyes, lips) are the source's even where the seam reaches them; around kept shut eyes (the
-        # target's own) the light is the target's all the same.
+        # The features (eyes, lips) are the source's even where the seam reaches them (at the outline, and around the
+        # source's hair or hat, whose shadow lies next to them); around kept shut eyes (the target's own) the light
+        # is the target's all the same.
         skin = 1.0 - rendered.not_skin
-        seam = footprint.seam * skin
+        seam = footprint.seam
+        if rendered.hair_seam is not None:
+            seam = np.maximum(seam, rendered.hair_seam)
+        seam = seam * skin
         if rendered.eye_seam is not None:
             seam = np.maximum(seam, rendered.eye_seam)
         corrected = seam_matched(corrected, target, seam, footprint.grain * skin, shown, frame.size, self.tuning)
@@ -266,14 +276,13 @@ class MeshSwapper:
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)
 
 
-def _warped_usable(scaled: ScaledSource, map_x: np.ndarray, map_y: np.ndarray) -> np.ndarray:
-    """The source's usable map rendered on the target mesh (`map_x`, `map_y` in `scaled.image`'s pixels; a magnified
-    source's map is read at level 0)."""
-    assert scaled.usable is not None
+def _warped_map(scaled: ScaledSource, values: np.ndarray, map_x: np.ndarray, map_y: np.ndarray) -> np.ndarray:
+    """One of the source's maps at `scaled`'s level (`values`) rendered on the target mesh (`map_x`, `map_y` in
+    `scaled.image`'s pixels; a magnified source's map is read at level 0)."""
     if scaled.magnification > 1:
         factor = np.float32(scaled.magnification)
         map_x, map_y = (map_x + np.float32(0.5)) / factor - np.float32(0.5), (map_y + np.float32(0.5)) / factor - np.float32(0.5)
-    return cv2.remap(scaled.usable, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return cv2.remap(values, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
 def lowered_eyes(openings: tuple[float, float], iris_depths: tuple[float, float], tuning: MeshTuning) -> float:

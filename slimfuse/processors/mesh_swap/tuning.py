@@ -48,7 +48,9 @@ class MeshTuning:
     not_skin_ramp: float = 2.0  # ... and is surely so this many more on,
     not_skin_darker: float = 1.0  # ... if it is also darker (or, above the eyes, yellower) than the skin by this
     # many scores;
-    hair_grow: float = 0.03  # such a region above the eyes grows and softens by this much
+    hair_grow: float = 0.03  # such a region above the eyes grows and softens by this much,
+    hair_seam: float = 0.05  # ... and the face takes the target's light (as at the seam) this far around it: the
+    # source's skin next to its hair lies in that hair's shadow
     frame_grow: float = 0.012  # ... and one in the glasses zone by this much
     frame_black: float = 4.5  # a source pixel darker than the skin by this many (lightness) scores is a frame's rim
     # even on a brow
@@ -88,7 +90,8 @@ class MeshTuning:
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
                      "max_focus_blur", "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow",
-                     "shut_source_eye_grow", "shut_eye_seam", "not_skin_distance", "hair_grow", "frame_grow"):
+                     "shut_source_eye_grow", "shut_eye_seam", "hair_seam", "not_skin_distance", "hair_grow",
+                     "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         for name in ("mask_feather", "hole_feather", "not_skin_ramp", "lowered_fade", "chroma_sigma", "seam_fade",
