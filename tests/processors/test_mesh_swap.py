@@ -592,6 +592,26 @@ def test_the_source_s_frames_and_fringe_are_not_used(topology, faces) -> None:
             assert float(usable[y - 3:y + 4, x - 3:x + 4].min()) > 0.99
 
 
+def test_the_edges_of_a_top_rim_along_the_brows_are_not_used(topology, faces) -> None:
+    """Grace Hopper's black top rims lie over her brows, which are spared as her likeness: only their near-black
+    core was taken for the rim, and their soft edges and highlights came through as dark and light dashes along the
+    target's brows. Within 2 px of that core (CIELAB L* under 25) on her brows, the usable map is now below 0.5 on
+    average (it was 0.95); the core stays out, and the brows above the rims stay in."""
+    source = MeshSwapper(topology).prepare_source(*faces["grace_hopper"])
+    assert source.usable is not None
+    points = source.landmarks
+    brows = np.zeros(source.usable.shape, np.uint8)
+    for brow in ((46, 53, 52, 65, 55, 107, 66, 105, 63, 70), (276, 283, 282, 295, 285, 336, 296, 334, 293, 300)):
+        cv2.fillPoly(brows, [np.round(points[list(brow), :2]).astype(np.int32)], 1)
+    lightness = cv2.cvtColor(source.image, cv2.COLOR_RGB2Lab)[..., 0].astype(np.float32) * (100.0 / 255.0)
+    core = lightness < 25.0
+    edges = (cv2.dilate(core.astype(np.uint8), np.ones((5, 5), np.uint8)) > 0) & ~core & (brows > 0)
+    assert int((core & (brows > 0)).sum()) > 20 and int(edges.sum()) > 40
+    assert float(source.usable[edges].mean()) < 0.5
+    assert float(source.usable[core & (brows > 0)].mean()) < 0.1
+    assert float(np.mean(source.usable[(brows > 0) & ~core & ~edges] > 0.5)) > 0.8
+
+
 def test_the_skin_in_the_shadow_of_the_source_s_fringe_is_marked_and_her_features_are_not(topology, faces) -> None:
     """The astronaut's hair shadow map (where the swap takes the target's light): 1 on her fringe and on the
     forehead skin just below it, 0 by `hair_seam` face sizes from it and never on her eyes, lips and brows (her

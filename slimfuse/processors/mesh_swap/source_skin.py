@@ -44,8 +44,10 @@ def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuni
     forehead, glasses, eyes, brows = _zones(landmarks, mesh, size, shape, tuning, remove_glasses)
     hair = off_colour * forehead * np.maximum(darker, yellower)
     frames = off_colour * glasses * darker
-    # A frame's top rim often runs along a brow: what is near black there is the rim, not the brow's hairs.
+    # A frame's top rim often runs along a brow: what is near black there is the rim, not the brow's hairs, and so
+    # are its soft edges and highlights next to that (grown as the frames are): they left dashes along the brow.
     black = glasses * mask_ops.smoothstep(-(standard[..., 0] + tuning.frame_black))
+    black = np.maximum(black, _grown(black, tuning.frame_grow * size))
     spared = np.maximum(eyes, brows * (1.0 - black))
     # Grown and softened: a strand's or a rim's soft edge, darker than the skin but not by enough, goes too, and
     # the target's skin shows through without a seam (the hair's shadow on the forehead with it; a frame's only a

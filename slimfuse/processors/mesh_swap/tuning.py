@@ -48,12 +48,12 @@ class MeshTuning:
     not_skin_ramp: float = 2.0  # ... and is surely so this many more on,
     not_skin_darker: float = 1.0  # ... if it is also darker (or, above the eyes, yellower) than the skin by this
     # many scores;
-    hair_grow: float = 0.03  # such a region above the eyes grows and softens by this much,
-    hair_seam: float = 0.05  # ... and the face takes the target's light (as at the seam) this far around it: the
-    # source's skin next to its hair lies in that hair's shadow
+    hair_grow: float = 0.03  # such a region above the eyes grows and softens by this much
     frame_grow: float = 0.012  # ... and one in the glasses zone by this much
     frame_black: float = 4.5  # a source pixel darker than the skin by this many (lightness) scores is a frame's rim
-    # even on a brow
+    # even on a brow (and so is what lies within frame_grow of it)
+    hair_seam: float = 0.05  # the face takes the target's light (as at the seam) this far around the source's hair
+    # or hat that is not used: the skin next to it lies in its shadow (not on the source's eyes, lips and brows)
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
     magnify_sharpen: float = 0.8  # unsharp amount on a magnified source: the edge contrast magnification spreads
     max_focus_blur: float = 0.012  # a source whose features are sharper than the target's is blurred to the
