@@ -24,6 +24,7 @@ from slimfuse.errors import UsageError
 from slimfuse.processors.mesh_swap import EyeLandmarker, MeshSwapper, MeshTuning, SourceFace
 from slimfuse.processors.mesh_swap import swapper as swapper_stages
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, contour_opening
+from slimfuse.processors.mesh_swap.source_skin import BROWS
 
 # ------------------------------------------------------------------------------------------------ fixtures
 
@@ -601,7 +602,7 @@ def test_the_edges_of_a_top_rim_along_the_brows_are_not_used(topology, faces) ->
     assert source.usable is not None
     points = source.landmarks
     brows = np.zeros(source.usable.shape, np.uint8)
-    for brow in ((46, 53, 52, 65, 55, 107, 66, 105, 63, 70), (276, 283, 282, 295, 285, 336, 296, 334, 293, 300)):
+    for brow in BROWS:
         cv2.fillPoly(brows, [np.round(points[list(brow), :2]).astype(np.int32)], 1)
     lightness = cv2.cvtColor(source.image, cv2.COLOR_RGB2Lab)[..., 0].astype(np.float32) * (100.0 / 255.0)
     core = lightness < 25.0
@@ -633,7 +634,7 @@ def test_the_skin_in_the_shadow_of_the_source_s_fringe_is_marked_and_her_feature
         mask = np.zeros(shadow.shape, np.uint8)
         cv2.fillPoly(mask, [np.round(points[list(ring), :2]).astype(np.int32)], 1)
         assert float(shadow[mask > 0].max()) == 0.0
-    for brow in ((46, 53, 52, 65, 55, 107, 66, 105, 63, 70), (276, 283, 282, 295, 285, 336, 296, 334, 293, 300)):
+    for brow in BROWS:
         mask = np.zeros(shadow.shape, np.uint8)
         cv2.fillPoly(mask, [np.round(points[list(brow), :2]).astype(np.int32)], 1)
         assert float(np.median(shadow[mask > 0])) == 0.0
