@@ -849,7 +849,7 @@ def test_the_lips_keep_the_target_s_lipstick(topology, faces) -> None:
 
 def test_the_maps_moved_by_the_shape_transfer_are_interpolated_exactly() -> None:
     """Five maps moved along at once (kept, trust, not_skin, damping, lips) come out as each moved alone, bilinear to
-    float precision: OpenCV's remap of more than 4 channels snaps the points to 1/32 px."""
+    float precision: OpenCV's remap of 2 or more than 4 channels snaps the points to 1/32 px."""
     from slimfuse.processors.mesh_swap.shape_transfer import SamplePoints
 
     rng = np.random.default_rng(5)

@@ -9,6 +9,8 @@ import cv2
 import numpy as np
 
 NO_TRIANGLE = -1e4  # where a pixel lies on no triangle, its source position: far outside any image
+EXACT_REMAP_CHANNELS = (4, 3, 1)  # OpenCV's remap interpolates these channel counts exactly; 2 and more than 4 go
+# through tables that snap the points to 1/32 px
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +107,21 @@ def per_pixel_affine(table: np.ndarray, triangle_ids: np.ndarray, x: np.ndarray,
     x_per_x, x_per_y, x_offset, y_per_x, y_per_y, y_offset = (
         np.take(np.ascontiguousarray(table[:, column]), triangle_ids) for column in range(6))
     return x_per_x * x + x_per_y * y + x_offset, y_per_x * x + y_per_y * y + y_offset
+
+
+def remapped_maps(maps: list[np.ndarray], map_x: np.ndarray, map_y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """float32 `maps` (each H x W) read at (`map_x`, `map_y`), bilinear, the border replicated: as few remaps as
+    interpolate them exactly (groups of EXACT_REMAP_CHANNELS)."""
+    out: list[np.ndarray] = []
+    first = 0
+    while first < len(maps):
+        count = next(size for size in EXACT_REMAP_CHANNELS if size <= len(maps) - first)
+        group = maps[first:first + count]
+        stack = cv2.remap(cv2.merge(group) if count > 1 else group[0], map_x, map_y, cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_REPLICATE)
+        out.extend(cv2.split(stack) if count > 1 else [stack])
+        first += count
+    return tuple(out)
 
 
 def warp_source(image: np.ndarray, map_x: np.ndarray, map_y: np.ndarray, magnified: bool,

@@ -13,12 +13,11 @@ import numpy as np
 from slimfuse.config import SwapOptions
 from slimfuse.processors.mesh_masks import smoothstep
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS
-from slimfuse.processors.mesh_swap.geometry import per_pixel_affine
+from slimfuse.processors.mesh_swap.geometry import per_pixel_affine, remapped_maps
 from slimfuse.processors.mesh_swap.mesh import SwapMesh
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
 
 UNREACHABLE = 1e9  # the hop count of a vertex no mesh edge leads to from a ring
-REMAP_CHANNELS = 4  # OpenCV's remap interpolates 1-4 channels exactly; more go through 1/32-pixel tables
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,15 +84,9 @@ class SamplePoints:
                             np.clip(np.rint(self.x), 0, columns - 1).astype(np.intp)]
 
     def resampled(self, *maps: np.ndarray) -> tuple[np.ndarray, ...]:
-        """float32 `maps` of the region at the points, up to REMAP_CHANNELS in one remap; unmoved pixels sample their
-        own whole-pixel position, so the remap copies them exactly."""
-        out: list[np.ndarray] = []
-        for first in range(0, len(maps), REMAP_CHANNELS):
-            group = list(maps[first:first + REMAP_CHANNELS])
-            stack = cv2.remap(cv2.merge(group) if len(group) > 1 else group[0], self.x, self.y, cv2.INTER_LINEAR,
-                              borderMode=cv2.BORDER_REPLICATE)
-            out.extend(cv2.split(stack) if len(group) > 1 else [stack])
-        return tuple(out)
+        """float32 `maps` of the region at the points (geometry.remapped_maps); unmoved pixels sample their own
+        whole-pixel position, so the remap copies them exactly."""
+        return remapped_maps(list(maps), self.x, self.y)
 
 
 def sample_points(to_shift: np.ndarray | None, triangle_ids: np.ndarray, outer: np.ndarray) -> SamplePoints:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from slimfuse.config import SwapOptions
@@ -17,7 +16,7 @@ from slimfuse.processors.mesh_swap.detail import matched_detail
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, EyeLandmarker
 from slimfuse.processors.mesh_swap.focus import matched_focus
 from slimfuse.processors.mesh_swap.geometry import (
-    Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, warp_source)
+    Region, affine_tables, face_region, per_pixel_affine, remap_keeping_grain, remapped_maps, warp_source)
 from slimfuse.processors.mesh_swap.glasses import occluders
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, checked_landmarks
 from slimfuse.processors.mesh_swap.seam import around, seam_matched
@@ -223,11 +222,11 @@ class MeshSwapper:
             target = remap_keeping_grain(target, points.x, points.y)
         map_x, map_y = per_pixel_affine(to_source, triangle_ids, points.x, points.y)
         warped = warp_source(scaled.image, map_x, map_y, scaled.magnification > 1, tuning.interpolation)
-        hair_seam = None
-        if scaled.usable is not None:  # the source's hair, hat or frames: not trusted at all
-            trust = trust * _warped_map(scaled, scaled.usable, map_x, map_y)
-        if scaled.hair_shadow is not None:  # where its skin lies in that hair's shadow
-            hair_seam = _warped_map(scaled, scaled.hair_shadow, map_x, map_y)
+        # The source's hair, hat or frames are not trusted at all; the skin in that hair's shadow takes the target's
+        # light (the seam's rule).
+        usable, hair_seam = _warped_maps(scaled, (scaled.usable, scaled.hair_shadow), map_x, map_y)
+        if usable is not None:
+            trust = trust * usable
         eye_seam = None
         if lids is not None:
             eyes = np.maximum(lids, source_eyes(scaled.mesh.vertices, self.mesh, tuple(EYE_CONTOURS), map_x, map_y,
@@ -276,13 +275,19 @@ class MeshSwapper:
                           corrected=corrected, alpha=alpha, changed=changed, color_weight=weight, level=scaled.level)
 
 
-def _warped_map(scaled: ScaledSource, values: np.ndarray, map_x: np.ndarray, map_y: np.ndarray) -> np.ndarray:
-    """One of the source's maps at `scaled`'s level (`values`) rendered on the target mesh (`map_x`, `map_y` in
-    `scaled.image`'s pixels; a magnified source's map is read at level 0)."""
+def _warped_maps(scaled: ScaledSource, maps: tuple[np.ndarray | None, ...], map_x: np.ndarray,
+                 map_y: np.ndarray) -> tuple[np.ndarray | None, ...]:
+    """The source's `maps` at `scaled`'s level (None: none) rendered on the target mesh (`map_x`, `map_y` in
+    `scaled.image`'s pixels, brought to the level once for all of them: a magnified source's maps are read at level
+    0)."""
+    present = [values for values in maps if values is not None]
+    if not present:
+        return tuple(None for _ in maps)
     if scaled.magnification > 1:
         factor = np.float32(scaled.magnification)
         map_x, map_y = (map_x + np.float32(0.5)) / factor - np.float32(0.5), (map_y + np.float32(0.5)) / factor - np.float32(0.5)
-    return cv2.remap(values, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    warped = iter(remapped_maps(present, map_x, map_y))
+    return tuple(None if values is None else next(warped) for values in maps)
 
 
 def lowered_eyes(openings: tuple[float, float], iris_depths: tuple[float, float], tuning: MeshTuning) -> float:
