@@ -1,6 +1,7 @@
 """The memory and hardware probes, with a fake NVML (no GPU here) and a fake / for the Jetson check."""
 from __future__ import annotations
 
+import mmap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -58,10 +59,12 @@ def test_the_sampler_sees_a_peak_between_takes_and_starts_again() -> None:
     sampler = probe.PeakSampler(interval=0.005)
     try:
         sampler.take()
-        big = bytearray(96 << 20)
+        # An anonymous mapping of its own: a bytearray may reuse heap pages already resident after earlier tests
+        # (then RSS does not move at all), and this one is returned to the system when it is closed.
+        big = mmap.mmap(-1, 96 << 20)
         big[::4096] = b"x" * len(big[::4096])
         time.sleep(0.1)
-        del big
+        big.close()
         time.sleep(0.05)
         first = sampler.take()
         second = sampler.take()
