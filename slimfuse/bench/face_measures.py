@@ -28,6 +28,8 @@ FOREHEAD_HEIGHT = 0.25  # ... and is this high, in face heights
 EDGE_INSIDE, EDGE_OUTSIDE = 0.08, 0.02  # the paste-edge band either side of the pasted region's border, face heights
 FRAME_DARKER = 40  # a frame pixel is this many grey levels darker than all of the target near it
 FRAME_REACH = 2  # pixels: "near" for FRAME_DARKER (lets the lids and lashes move a little)
+LIGHT_LINE_WIDTH = 7  # pixels: a thin light line (a lens's light lower rim) is narrower than this ...
+LIGHT_LINE_BRIGHTER = 8  # ... and stands this many grey levels more above its surroundings than the target's there
 
 
 def gray(image: np.ndarray) -> np.ndarray:
@@ -206,6 +208,17 @@ def new_dark_share(output: np.ndarray, target: np.ndarray, zone: np.ndarray) -> 
     kernel = np.ones((2 * FRAME_REACH + 1, 2 * FRAME_REACH + 1), np.uint8)
     darker = gray(output) < cv2.erode(gray(target), kernel) - FRAME_DARKER
     return float(darker[zone].mean())
+
+
+def new_light_lines(output: np.ndarray, target: np.ndarray, zone: np.ndarray) -> float:
+    """The share of `zone` where the output has a thin light line (a white top-hat LIGHT_LINE_WIDTH wide) standing
+    LIGHT_LINE_BRIGHTER levels higher than the target's there: light rims of a source's glasses (and the
+    highlights of its wrinkles and lids, which any source brings)."""
+    if not zone.any():
+        return 0.0
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (LIGHT_LINE_WIDTH, LIGHT_LINE_WIDTH))
+    lines = [cv2.morphologyEx(gray(image), cv2.MORPH_TOPHAT, kernel).astype(np.float32) for image in (output, target)]
+    return float((lines[0] - lines[1] > LIGHT_LINE_BRIGHTER)[zone].mean())
 
 
 def laplacian_variance(image: np.ndarray, mask: np.ndarray) -> float:

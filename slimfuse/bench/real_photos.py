@@ -17,7 +17,8 @@ issue gives one; "share" rows pass at 96 %, the issue's own bar for a share of f
 - nothing of the source but the face: the forehead band's brightness change (|mean grey output - target| within 5
   levels: "a few"), per source; the glasses source's new dark pixels around the eyes (darker by 40 levels than the
   target anywhere near) beyond those the other source leaves on the same face (both bring lashes, brows and lid
-  lines; only one brings frames). No target of the set wears glasses: the portrait section's drawn glasses
+  lines; only one brings frames), and each source's new thin light lines there (light or tan lower rims; wrinkles'
+  and lids' highlights too, so no goal). No target of the set wears glasses: the portrait section's drawn glasses
   measure the target's kept in front;
 - turned faces: each cheek's CIELAB a*, b* within 6 of the target's (faces up to 60 degrees of yaw as the 68 points
   give it; they cannot fit a profile, whose yaw reads 50 or so), the far cheek's detail (Laplacian variance) output
@@ -82,6 +83,7 @@ class FaceRecord:
     to_own_face: float
     forehead_change: float
     new_dark_frames: float
+    new_light_lines: float
     cheek_change: tuple[float, float]
     """max(|delta a*|, |delta b*|) of each cheek (image-left, image-right)."""
     far_cheek: int
@@ -179,6 +181,7 @@ class RealPhotoBench:
             (ta, tb), (oa, ob) = fm.lab_ab(tgt, mask), fm.lab_ab(out, mask)
             change.append(max(abs(oa - ta), abs(ob - tb)))
         far, edge = fm.far_cheek(points), fm.edge_ratios(out, tgt, points)
+        frames = fm.frame_zone(shape, points, out_points)
         return FaceRecord(
             photo=target.photo, variant=target.variant, source=source, box=face.box, face_px=face.box[2] - face.box[0],
             yaw=fm.yaw_degrees(points),
@@ -188,7 +191,7 @@ class RealPhotoBench:
             to_source=float(np.linalg.norm(descriptor - self.source_descriptors[source])),
             to_own_face=float(np.linalg.norm(descriptor - own)),
             forehead_change=fm.mean_gray(out, band) - fm.mean_gray(tgt, band),
-            new_dark_frames=fm.new_dark_share(out, tgt, fm.frame_zone(shape, points, out_points)),
+            new_dark_frames=fm.new_dark_share(out, tgt, frames), new_light_lines=fm.new_light_lines(out, tgt, frames),
             cheek_change=(change[0], change[1]), far_cheek=far,
             far_cheek_detail=fm.laplacian_variance(out, cheeks[far]) / max(fm.laplacian_variance(tgt, cheeks[far]), 1e-6),
             edge_ratio=edge.band, edge_outline=edge.outline, edge_ring=edge.ring)
@@ -313,6 +316,9 @@ def source_extras_figures(r: Results, records: list[FaceRecord]) -> None:
     for source in SOURCES:
         r.add("no source hair or glasses", f"  median new dark share at the eyes, {source}",
               _median([rec.new_dark_frames for rec in records if rec.source == source]), "(no goal)", True)
+    for source in SOURCES:  # light rims, wrinkles' and lids' highlights: the glasses source's beyond the other's
+        r.add("no source hair or glasses", f"  median new light-line share at the eyes, {source}",
+              _median([rec.new_light_lines for rec in records if rec.source == source]), "(no goal)", True)
 
 
 def turned_figures(r: Results, records: list[FaceRecord]) -> None:

@@ -5,14 +5,17 @@ The source's skin colour is read on its cheeks (robust median and spread in CIEL
 is not skin where it is darker (hair, a hat's brim, dark frames; a highlight or a lens's tint is not taken for them)
 or, on the forehead, yellower (fair hair; a paler forehead is skin). Only the forehead and temples (above the eyes)
 and, when frames are removed, the glasses zone are looked at; the eyes and brows are the source's features and are
-always used. Computed once per source."""
+always used. Glasses with dark rims have their lenses traced (lenses.py): the whole outline is a frame, its light or
+tan lower rims too, and what is lighter than the skin within a lens is a reflection on it. Computed once per
+source."""
 from __future__ import annotations
 
 import cv2
 import numpy as np
 
 from slimfuse.processors import mesh_masks as mask_ops
-from slimfuse.processors.mesh_swap.glasses import glasses_zone
+from slimfuse.processors.mesh_swap.glasses import darkness, glasses_zone, rims
+from slimfuse.processors.mesh_swap.lenses import traced_lenses
 from slimfuse.processors.mesh_swap.mesh import SwapMesh, face_extent
 from slimfuse.processors.mesh_swap.seam import around
 from slimfuse.processors.mesh_swap.tuning import MeshTuning
@@ -30,7 +33,7 @@ SPARED_RAMP = 2.0  # pixels over which the always-used brows fade into what is n
 def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning,
                   remove_glasses: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """float32 maps of the source `image` (RGB uint8) with FaceMesh `landmarks`, soft-edged: where its pixels may
-    be used (1), falling to 0 on hair, a hat or (`remove_glasses`) dark frames; and the skin in the shadow of that
+    be used (1), falling to 0 on hair, a hat or (`remove_glasses`) glasses frames; and the skin in the shadow of that
     hair or hat (1 on it, falling to 0 `hair_seam` face sizes from it; 0 on the eyes and brows, the source's
     features), or None if `hair_seam` is 0."""
     size = face_extent(landmarks)
@@ -44,6 +47,12 @@ def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuni
     forehead, glasses, eyes, brows = _zones(landmarks, mesh, size, shape, tuning, remove_glasses)
     hair = off_colour * forehead * np.maximum(darker, yellower)
     frames = off_colour * glasses * darker
+    if remove_glasses and tuning.lens_rim > 0 and rims(darkness(image, size, tuning), size, glasses > 0.5, tuning).any():
+        # Glasses with dark rims: their lenses' whole outline is a frame, the light or tinted lower rims too, and
+        # what is lighter than the skin within a lens is a reflection on it.
+        outlines, insides = traced_lenses(standard, landmarks, mesh, tuning.lens_rim * size)
+        lighter = mask_ops.smoothstep(standard[..., 0] - tuning.not_skin_darker)
+        frames = np.maximum(frames, glasses * np.maximum(outlines, insides * off_colour * lighter))
     # A frame's top rim often runs along a brow: what is near black there is the rim, not the brow's hairs, and so
     # are its soft edges and highlights next to that (grown as the frames are): they left dashes along the brow.
     black = glasses * mask_ops.smoothstep(-(standard[..., 0] + tuning.frame_black))

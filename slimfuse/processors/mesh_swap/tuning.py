@@ -52,6 +52,8 @@ class MeshTuning:
     frame_grow: float = 0.012  # ... and one in the glasses zone by this much
     frame_black: float = 4.5  # a source pixel darker than the skin by this many (lightness) scores is a frame's rim
     # even on a brow (and so is what lies within frame_grow of it)
+    lens_rim: float = 0.012  # a source with dark rims has its lenses' whole outline traced (lenses.py), this wide:
+    # lower rims are often light or tan, about the skin's lightness (0: not traced)
     hair_seam: float = 0.05  # the face takes the target's light (as at the seam) this far around the source's hair
     # or hat that is not used: the skin next to it lies in its shadow (not on the source's eyes, lips and brows)
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
@@ -90,7 +92,7 @@ class MeshTuning:
             raise ValueError(f"interpolation must be 'linear' or 'cubic', not {self.interpolation!r}")
         for name in ("mask_erode", "mask_erode_top", "mask_erode_bottom", "color_sigma", "detail_border",
                      "max_focus_blur", "held_eye_opening", "shut_eye_opening", "lowered_eye_opening", "shut_eye_grow",
-                     "shut_source_eye_grow", "shut_eye_seam", "hair_seam", "not_skin_distance", "hair_grow",
+                     "shut_source_eye_grow", "shut_eye_seam", "hair_seam", "lens_rim", "not_skin_distance", "hair_grow",
                      "frame_grow"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
