@@ -643,7 +643,7 @@ def test_a_source_s_light_lower_rims_are_traced_with_its_dark_top_rims(topology,
         return source.usable[inner], source.usable[below_eyes]
 
     on_rims, beside = usable_on_rims(MeshSwapper(topology))
-    assert on_rims.size > 100 and float(np.mean(on_rims < 0.5)) > 0.75
+    assert on_rims.size > 100 and float(np.mean(on_rims < 0.5)) > 0.6  # 0.79 measured, 0 before
     assert float(np.median(beside)) > 0.9
     for kept in (MeshSwapper(topology, SwapOptions(remove_source_glasses=False)),
                  MeshSwapper(topology, tuning=MeshTuning(lens_rim=0.0))):
