@@ -41,6 +41,9 @@ GLASSES_SOURCE = "grace_hopper"  # the portrait wearing glasses
 IDENTITY_GOAL = 0.45
 FRAMES_LEFT_OUT_GOAL = 0.50
 """dlib counts glasses as likeness: the glasses source's frames left out (the default) cost it about 0.05."""
+POISSON_MARGIN = 0.03  # Poisson blending's identity within this of the feathered blend's: dlib's distance moves by
+# about 0.02 with sub-pixel changes (the brows' ramp measured on a finer grid moved the feathered Grace Hopper onto
+# the astronaut from 0.495 to 0.473), so the difference of two readings needs more than that
 CENTRAL = 0.6
 
 
@@ -391,8 +394,8 @@ class QualityBench:
             # --blend poisson
             out_p, _ = self.swap(s, t, blend="poisson")
             dp = self.judge.distance(out_p, s)
-            r.add(case + " --blend poisson", "identity: to source", dp, f"<= feather + 0.02 ({d_src:.3f})",
-                  dp <= d_src + 0.02)
+            r.add(case + " --blend poisson", "identity: to source", dp,
+                  f"<= feather + {POISSON_MARGIN:g} ({d_src:.3f})", dp <= d_src + POISSON_MARGIN)
             # mouth state
             mo_t, mo_o = self.mouth_opening(t), self.mouth_opening(out)
             same = (mo_t > OPEN) == (mo_o > OPEN)

@@ -63,11 +63,13 @@ def face_frame(points: np.ndarray, oval: np.ndarray, left_eye: np.ndarray, right
     )
 
 
-def polygons_signed_distance(shape: tuple[int, int], polygons: list[np.ndarray],
-                             reach: float) -> tuple[np.ndarray, tuple[int, int]] | None:
+def polygons_signed_distance(shape: tuple[int, int], polygons: list[np.ndarray], reach: float,
+                             supersample: int = 1) -> tuple[np.ndarray, tuple[int, int]] | None:
     """Signed distance (float32; > 0 inside) to the outline of the union of the polygons, computed only on
     their bounding box grown by `reach` pixels (clipped to `shape`). Returns (distances, (x0, y0)) of that
-    box, or None if the polygons cover no pixel."""
+    box, or None if the polygons cover no pixel. The outline is filled on whole pixels, so along a slanted edge
+    the distance steps by up to half a pixel; `supersample` fills and measures it on that many times finer a grid
+    and averages back (for a ramp only a few pixels wide, whose steps would show as a staircase)."""
     h, w = shape
     pts = [np.asarray(p, dtype=np.float64)[:, :2] for p in polygons if len(p)]
     if not pts:
@@ -80,15 +82,22 @@ def polygons_signed_distance(shape: tuple[int, int], polygons: list[np.ndarray],
     y1 = min(int(np.ceil(allp[:, 1].max())) + r + 1, h)
     if x1 <= x0 or y1 <= y0:
         return None
-    mask = np.zeros((y1 - y0, x1 - x0), dtype=np.uint8)
+    fine = max(1, int(supersample))
+    mask = np.zeros(((y1 - y0) * fine, (x1 - x0) * fine), dtype=np.uint8)
     for p in pts:
-        q = np.round((p - (x0, y0)) * _ONE).astype(np.int32)
+        # a fine pixel's centre lies at (i + 0.5) / fine of a whole pixel
+        q = np.round(((p - (x0, y0)) * fine + 0.5 * (fine - 1)) * _ONE).astype(np.int32)
         cv2.fillPoly(mask, [q], 255, lineType=cv2.LINE_8, shift=_SHIFT)
     if not mask.any():
         return None
     inside = cv2.distanceTransform(mask, cv2.DIST_L2, cv2.DIST_MASK_5)
     outside = cv2.distanceTransform(255 - mask, cv2.DIST_L2, cv2.DIST_MASK_5)
-    return np.where(mask > 0, inside, -outside).astype(np.float32), (x0, y0)
+    # the fine grid's boundary lies half a fine pixel beyond its last inside (or outside) centre
+    signed = np.where(mask > 0, inside - 0.5, 0.5 - outside) if fine > 1 else np.where(mask > 0, inside, -outside)
+    if fine > 1:
+        signed = cv2.resize(signed.astype(np.float32) / np.float32(fine), (x1 - x0, y1 - y0),
+                            interpolation=cv2.INTER_AREA)
+    return signed.astype(np.float32), (x0, y0)
 
 
 def soft_from_distance(shape: tuple[int, int], signed: tuple[np.ndarray, tuple[int, int]] | None,
@@ -105,12 +114,14 @@ def soft_from_distance(shape: tuple[int, int], signed: tuple[np.ndarray, tuple[i
 
 
 def soft_polygons(shape: tuple[int, int], polygons: list[np.ndarray], grow_px: float,
-                  feather_px: float) -> np.ndarray:
-    """Float mask that is 1 inside the polygons grown by `grow_px`, falling smoothly to 0 over `feather_px`.
+                  feather_px: float, supersample: int = 1) -> np.ndarray:
+    """Float mask that is 1 inside the polygons grown by `grow_px`, falling smoothly to 0 over `feather_px`
+    (the distance measured on a `supersample` times finer grid: see `polygons_signed_distance`).
 
     The ramp is centred on the grown outline (0.5 there)."""
     reach = abs(grow_px) + feather_px
-    return soft_from_distance(shape, polygons_signed_distance(shape, polygons, reach), grow_px, feather_px)
+    return soft_from_distance(shape, polygons_signed_distance(shape, polygons, reach, supersample), grow_px,
+                              feather_px)
 
 
 def eroded_feather(coverage: np.ndarray, erode_px: np.ndarray | float, feather_px: float) -> np.ndarray:

@@ -24,7 +24,7 @@ from slimfuse.errors import UsageError
 from slimfuse.processors.mesh_swap import EyeLandmarker, MeshSwapper, MeshTuning, SourceFace
 from slimfuse.processors.mesh_swap import swapper as swapper_stages
 from slimfuse.processors.mesh_swap.eyes import EYE_CONTOURS, contour_opening
-from slimfuse.processors.mesh_swap.source_skin import BROWS
+from slimfuse.processors.mesh_swap.source_skin import BROWS, spared_brows
 
 # ------------------------------------------------------------------------------------------------ fixtures
 
@@ -109,8 +109,8 @@ def test_identity_moves_to_the_source(topology, faces, descriptor, source: str, 
 
 @pytest.mark.parametrize("source,target", PAIRS)
 def test_identity_regression_guard(topology, faces, descriptor, source: str, target: str) -> None:
-    """Measured 0.402 onto Grace Hopper and 0.501 onto the astronaut (her frames and her lenses' outline left out,
-    her lips in the astronaut's colour; 0.486 with the outline used); a crude 68-point prototype reached only
+    """Measured 0.404 onto Grace Hopper and 0.503 onto the astronaut (her frames and her lenses' outline left out,
+    her lips in the astronaut's colour; 0.486 before the outline was); a crude 68-point prototype reached only
     0.51-0.58."""
     swapped, _ = swap_photo(topology, faces, source, target)
     assert float(np.linalg.norm(descriptor(swapped) - descriptor(faces[source][0]))) < 0.51
@@ -615,6 +615,28 @@ def test_the_edges_of_a_top_rim_along_the_brows_are_not_used(topology, faces) ->
     assert float(np.mean(source.usable[(brows > 0) & ~core & ~edges] > 0.5)) > 0.8
 
 
+def test_the_brows_spared_in_a_fringe_have_a_smooth_edge(topology, faces) -> None:
+    """The astronaut's brows touch her fringe, which is not used; the brows are (her likeness). Their spared map's
+    ramp (2 px) was measured on whole pixels and stepped with them: magnified onto a larger target face, the
+    brow's edge against the target's skin was a staircase (sample3's middle face). Measured 4x finer, the ramp's
+    middle along each brow's top follows a smooth curve: residual 0.13 px from a cubic (0.31 px on one brow
+    before)."""
+    source = MeshSwapper(topology).prepare_source(*faces["astronaut"])
+    points = source.landmarks
+    brows = spared_brows(points, source.face_size, source.image.shape[:2])
+    for brow in BROWS:
+        outline = points[list(brow), :2]
+        columns = np.arange(int(outline[:, 0].min()) + 2, int(outline[:, 0].max()) - 1)
+        top = int(outline[:, 1].min()) - 6
+        rows = []
+        for column in columns:
+            values = brows[top:int(outline[:, 1].max()) + 3, column]
+            first = int(np.nonzero(values >= 0.5)[0][0])
+            rows.append(top + first - 1 + (0.5 - values[first - 1]) / (values[first] - values[first - 1]))
+        residual = np.asarray(rows) - np.polyval(np.polyfit(columns, rows, 3), columns)
+        assert len(columns) > 15 and float(np.sqrt(np.mean(np.square(residual)))) < 0.2
+
+
 def test_a_source_s_light_lower_rims_are_traced_with_its_dark_top_rims(topology, faces) -> None:
     """Glasses whose lower rims are light (tan, about the skin's lightness) under dark top rims, drawn on the
     astronaut: the light rims are not darker than her skin, and were used (a light outline of the lenses on every
@@ -674,7 +696,7 @@ def test_the_skin_in_the_shadow_of_the_source_s_fringe_is_marked_and_her_feature
     for brow in BROWS:
         mask = np.zeros(shadow.shape, np.uint8)
         cv2.fillPoly(mask, [np.round(points[list(brow), :2]).astype(np.int32)], 1)
-        assert float(np.median(shadow[mask > 0])) == 0.0
+        assert float(np.median(shadow[mask > 0])) < 1e-6
     assert MeshSwapper(topology, tuning=MeshTuning(hair_seam=0.0)).prepare_source(*faces["astronaut"]).hair_shadow is None
 
 

@@ -28,6 +28,8 @@ is read."""
 SMALLEST_SPREAD = np.array([3.0, 2.0, 2.0], np.float32)  # L*, a*, b*: a flat-lit skin still varies this much
 SPARED_RAMP = 2.0  # pixels over which the always-used brows fade into what is not used: a step from used to not used
 # between two pixels leaves a staircase of the source's pixels along a brow's edge in the swapped face
+BROWS_SUPERSAMPLE = 4  # ... and so does a ramp that steps with the pixels the brows are filled on: their outline is
+# measured on a grid this much finer
 
 
 def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning,
@@ -104,8 +106,13 @@ def _zones(landmarks: np.ndarray, mesh: SwapMesh, size: float, shape: tuple[int,
     eyes_grown = mask_ops.polygons_signed_distance(shape, eyes, 0.05 * size)
     forehead = (above_eyes & (glasses <= 0.5)).astype(np.float32)
     return (forehead, (glasses if remove_glasses else np.zeros(shape, np.float32)),
-            mask_ops.soft_from_distance(shape, eyes_grown, 0.03 * size, 1.0),
-            # the ramp ends where the brows' hard edge was (1 % of the face past their outline): what is used never
-            # reaches further into a fringe than before
-            mask_ops.soft_polygons(shape, [landmarks[list(brow), :2] for brow in BROWS],
-                                   max(1, round(0.01 * size)) - SPARED_RAMP / 2, SPARED_RAMP))
+            mask_ops.soft_from_distance(shape, eyes_grown, 0.03 * size, 1.0), spared_brows(landmarks, size, shape))
+
+
+def spared_brows(landmarks: np.ndarray, size: float, shape: tuple[int, int]) -> np.ndarray:
+    """The brows (float32), always used: 1 on them, falling to 0 over the SPARED_RAMP pixels outside them that end
+    1 % of the face past their outline (where their hard edge was: what is used reaches no further into a fringe),
+    or SPARED_RAMP past it on a small face."""
+    return mask_ops.soft_polygons(shape, [landmarks[list(brow), :2] for brow in BROWS],
+                                  max(SPARED_RAMP, round(0.01 * size)) - SPARED_RAMP / 2, SPARED_RAMP,
+                                  BROWS_SUPERSAMPLE)
