@@ -85,7 +85,7 @@ def polygons_signed_distance(shape: tuple[int, int], polygons: list[np.ndarray],
     fine = max(1, int(supersample))
     mask = np.zeros(((y1 - y0) * fine, (x1 - x0) * fine), dtype=np.uint8)
     for p in pts:
-        # a fine pixel's centre lies at (i + 0.5) / fine of a whole pixel
+        # fine pixel j's centre lies at (j + 0.5) / fine - 0.5 in whole pixels
         q = np.round(((p - (x0, y0)) * fine + 0.5 * (fine - 1)) * _ONE).astype(np.int32)
         cv2.fillPoly(mask, [q], 255, lineType=cv2.LINE_8, shift=_SHIFT)
     if not mask.any():

@@ -52,8 +52,8 @@ class MeshTuning:
     frame_grow: float = 0.012  # ... and one in the glasses zone by this much
     frame_black: float = 4.5  # a source pixel darker than the skin by this many (lightness) scores is a frame's rim
     # even on a brow (and so is what lies within frame_grow of it)
-    lens_rim: float = 0.012  # a source with dark rims has its lenses' whole outline traced (lenses.py), this wide:
-    # lower rims are often light or tan, about the skin's lightness (0: not traced)
+    lens_rim: float = 0.012  # a source with dark rims has its lenses' whole outline traced (lenses.py) as a line this
+    # wide, and not used twice as wide: lower rims are often light or tan, about the skin's lightness (0: not traced)
     hair_seam: float = 0.05  # the face takes the target's light (as at the seam) this far around the source's hair
     # or hat that is not used: the skin next to it lies in its shadow (not on the source's eyes, lips and brows)
     eye_keep_grow: float = 0.025  # kept eyes (keep_eyes) reach this far past the eyelid ring
