@@ -92,12 +92,11 @@ def polygons_signed_distance(shape: tuple[int, int], polygons: list[np.ndarray],
         return None
     inside = cv2.distanceTransform(mask, cv2.DIST_L2, cv2.DIST_MASK_5)
     outside = cv2.distanceTransform(255 - mask, cv2.DIST_L2, cv2.DIST_MASK_5)
+    if fine == 1:
+        return np.where(mask > 0, inside, -outside).astype(np.float32), (x0, y0)
     # the fine grid's boundary lies half a fine pixel beyond its last inside (or outside) centre
-    signed = np.where(mask > 0, inside - 0.5, 0.5 - outside) if fine > 1 else np.where(mask > 0, inside, -outside)
-    if fine > 1:
-        signed = cv2.resize(signed.astype(np.float32) / np.float32(fine), (x1 - x0, y1 - y0),
-                            interpolation=cv2.INTER_AREA)
-    return signed.astype(np.float32), (x0, y0)
+    signed = (np.where(mask > 0, inside - 0.5, 0.5 - outside) / np.float32(fine)).astype(np.float32)
+    return cv2.resize(signed, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA), (x0, y0)
 
 
 def soft_from_distance(shape: tuple[int, int], signed: tuple[np.ndarray, tuple[int, int]] | None,

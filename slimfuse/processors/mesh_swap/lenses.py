@@ -52,11 +52,13 @@ def _line_response(standard: np.ndarray, centre: np.ndarray, radii: np.ndarray, 
     """(angles, radii): how sharply the scores change across the radius at each point, summed over L*, a*, b*
     (second difference over `width` pixels, a thin line lighter, darker or tinted), held below its OUTLIER_SHARE
     percentile."""
+    scores = np.ascontiguousarray(standard, dtype=np.float32)
+
     def sampled(offset: float) -> np.ndarray:
         points = centre + (radii + np.float32(offset))[None, :, None] * directions[:, None, :]
         map_x, map_y = np.ascontiguousarray(points[..., 0]), np.ascontiguousarray(points[..., 1])
-        return np.stack([cv2.remap(np.ascontiguousarray(standard[..., channel]), map_x, map_y, cv2.INTER_LINEAR,
-                                   borderMode=cv2.BORDER_REPLICATE) for channel in range(3)], axis=-1)
+        # three channels at once: OpenCV interpolates them exactly (geometry.EXACT_REMAP_CHANNELS)
+        return cv2.remap(scores, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
     response = np.abs(2.0 * sampled(0.0) - sampled(-width) - sampled(width)).sum(axis=-1)
     return np.minimum(response, np.percentile(response, OUTLIER_SHARE)).astype(np.float32)
