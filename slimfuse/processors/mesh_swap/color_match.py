@@ -27,8 +27,10 @@ def feature_masks(vertices: np.ndarray, mesh: SwapMesh, size: float,
     not_skin = mask_ops.soft_from_distance(shape, signed_distance, 0.02 * size, 0.03 * size)
     damping = mask_ops.soft_from_distance(shape, signed_distance, 0.005 * size, 0.02 * size)
     feather = max(1.0, 0.02 * size)  # as soft as `damping`: a harder edge draws a liner around a darker colour
-    lips = (mask_ops.soft_polygons(shape, [outer_lips], 0.0, feather)
-            * (1.0 - mask_ops.soft_polygons(shape, [mesh.ring_points(vertices, "lips_inner")], 0.0, feather)))
+    # (and measured finely: a lipstick's colour shift drew a staircase along a lip's slanted edge)
+    lips = (mask_ops.soft_polygons(shape, [outer_lips], 0.0, feather, mask_ops.fine_edge(feather))
+            * (1.0 - mask_ops.soft_polygons(shape, [mesh.ring_points(vertices, "lips_inner")], 0.0, feather,
+                                            mask_ops.fine_edge(feather))))
     return not_skin, damping, lips
 
 

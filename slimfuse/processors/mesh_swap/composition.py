@@ -51,21 +51,24 @@ def kept_regions(vertices: np.ndarray, mesh: SwapMesh, frame: mask_ops.FaceFrame
     kept = np.zeros(shape, np.float32)
     mouth = mesh.ring_points(vertices, "lips_inner")
     if keep_lips:
-        kept = mask_ops.soft_polygons(shape, [mouth], tuning.lips_keep_grow * size, max(1.5, tuning.hole_feather * size))
+        feather = max(1.5, tuning.hole_feather * size)
+        kept = mask_ops.soft_polygons(shape, [mouth], tuning.lips_keep_grow * size, feather,
+                                      mask_ops.fine_edge(feather))
     elif options.keep_mouth:
         # The soft edge is at most half the opening: a closed mouth keeps only its seam.
         feather = max(1.0, min(tuning.hole_feather * size, 0.5 * ring_opening(mouth, frame.down)))
-        kept = mask_ops.soft_polygons(shape, [mouth], 0.25 * feather, feather)
+        kept = mask_ops.soft_polygons(shape, [mouth], 0.25 * feather, feather, mask_ops.fine_edge(feather))
     if options.eye_region == "target":
         kept = np.maximum(kept, glasses_zone(vertices, mesh, size, shape, tuning.glasses_reach, tuning))
     feather = max(1.0, tuning.hole_feather * size)
     # Kept eyes with their lids and lashes: the blend edge lies on skin, not on the (often red) lid rims.
     eyes = [mesh.ring_points(vertices, eye) for eye in ("left_eye", "right_eye")]
     if options.keep_eyes:
-        return np.maximum(kept, mask_ops.soft_polygons(shape, eyes, tuning.eye_keep_grow * size, feather)), None
+        return np.maximum(kept, mask_ops.soft_polygons(shape, eyes, tuning.eye_keep_grow * size, feather,
+                                                       mask_ops.fine_edge(feather))), None
     if shut <= 0:
         return kept, None
-    lids = mask_ops.soft_polygons(shape, eyes, tuning.shut_eye_grow * size, feather)
+    lids = mask_ops.soft_polygons(shape, eyes, tuning.shut_eye_grow * size, feather, mask_ops.fine_edge(feather))
     return np.maximum(kept, np.float32(shut) * lids), lids
 
 
@@ -84,7 +87,7 @@ def source_eyes(source_vertices: np.ndarray, mesh: SwapMesh, eyes: tuple[str, ..
     low = np.floor(np.min([ring.min(0) for ring in rings], axis=0) - grow - feather).astype(int)
     high = np.ceil(np.max([ring.max(0) for ring in rings], axis=0) + grow + feather).astype(int)
     drawn = mask_ops.soft_polygons((int(high[1] - low[1]), int(high[0] - low[0])), [ring - low for ring in rings],
-                                   grow, feather)
+                                   grow, feather, mask_ops.fine_edge(feather))
     return cv2.remap(drawn, map_x - np.float32(low[0]), map_y - np.float32(low[1]), cv2.INTER_LINEAR,
                      borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
 

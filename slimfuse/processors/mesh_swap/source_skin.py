@@ -27,9 +27,8 @@ CHEEKS = (50, 280, 205, 425, 187, 411, 207, 427)
 is read."""
 SMALLEST_SPREAD = np.array([3.0, 2.0, 2.0], np.float32)  # L*, a*, b*: a flat-lit skin still varies this much
 SPARED_RAMP = 2.0  # pixels over which the always-used brows fade into what is not used: a step from used to not used
-# between two pixels leaves a staircase of the source's pixels along a brow's edge in the swapped face
-BROWS_SUPERSAMPLE = 4  # ... and so does a ramp that steps with the pixels the brows are filled on: their outline is
-# measured on a grid this much finer
+# between two pixels leaves a staircase of the source's pixels along a brow's edge in the swapped face (and so does
+# a ramp measured on whole pixels: mask_ops.fine_edge)
 
 
 def usable_source(image: np.ndarray, landmarks: np.ndarray, mesh: SwapMesh, tuning: MeshTuning,
@@ -115,4 +114,4 @@ def spared_brows(landmarks: np.ndarray, size: float, shape: tuple[int, int]) -> 
     or SPARED_RAMP past it on a small face."""
     return mask_ops.soft_polygons(shape, [landmarks[list(brow), :2] for brow in BROWS],
                                   max(SPARED_RAMP, round(0.01 * size)) - SPARED_RAMP / 2, SPARED_RAMP,
-                                  BROWS_SUPERSAMPLE)
+                                  mask_ops.fine_edge(SPARED_RAMP))
