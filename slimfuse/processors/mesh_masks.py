@@ -8,7 +8,6 @@ bit-reproducible from call to call, and results here must be.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import cv2
