@@ -631,28 +631,30 @@ def test_the_brows_spared_in_a_fringe_have_a_smooth_edge(topology, faces) -> Non
         outline = points[list(brow), :2]
         columns = np.arange(int(outline[:, 0].min()) + 2, int(outline[:, 0].max()) - 1)
         top = int(outline[:, 1].min()) - 6
-        rows = []
-        for column in columns:
-            values = brows[top:int(outline[:, 1].max()) + 3, column]
-            first = int(np.nonzero(values >= 0.5)[0][0])
-            rows.append(top + first - 1 + (0.5 - values[first - 1]) / (values[first] - values[first - 1]))
-        residual = np.asarray(rows) - np.polyval(np.polyfit(columns, rows, 3), columns)
-        assert len(columns) > 15 and float(np.sqrt(np.mean(np.square(residual)))) < 0.2
+        rows = [top + _half_crossing(brows[top:int(outline[:, 1].max()) + 3, column]) for column in columns]
+        assert len(columns) > 15 and _cubic_residual(columns, rows) < 0.2
+
+
+def _half_crossing(values: np.ndarray) -> float:
+    """Where `values` (a soft mask's ramp, read from outside it) first reach 0.5, sub-pixel."""
+    first = int(np.nonzero(values >= 0.5)[0][0])
+    return first - 1 + float((0.5 - values[first - 1]) / (values[first] - values[first - 1]))
+
+
+def _cubic_residual(columns: np.ndarray, rows: list[float]) -> float:
+    """How far (root mean square, pixels) `rows` lie from a cubic through them over `columns`."""
+    residual = np.asarray(rows) - np.polyval(np.polyfit(columns, rows, 3), columns)
+    return float(np.sqrt(np.mean(np.square(residual))))
 
 
 def _lower_edge_residual(mask: np.ndarray, ring: np.ndarray) -> tuple[int, float]:
     """Where `mask` crosses 0.5 below `ring` (its middle half, column by column, sub-pixel): how many columns and the
-    residual (root mean square, pixels) from a cubic through them."""
+    residual from a cubic through them."""
     left, right = float(ring[:, 0].min()), float(ring[:, 0].max())
     columns = np.arange(int(left + 0.25 * (right - left)), int(right - 0.25 * (right - left)))
     bottom = int(ring[:, 1].max()) + 8
-    rows = []
-    for column in columns:
-        values = mask[:bottom, column][::-1]  # upward from below the ring
-        first = int(np.nonzero(values >= 0.5)[0][0])
-        rows.append(bottom - 1 - (first - 1 + (0.5 - values[first - 1]) / (values[first] - values[first - 1])))
-    residual = np.asarray(rows) - np.polyval(np.polyfit(columns, rows, 3), columns)
-    return len(columns), float(np.sqrt(np.mean(np.square(residual))))
+    rows = [bottom - 1 - _half_crossing(mask[:bottom, column][::-1]) for column in columns]  # upward from below
+    return len(columns), _cubic_residual(columns, rows)
 
 
 def test_the_lips_colour_and_a_kept_mouth_follow_the_lips_smoothly(topology, faces, pool) -> None:
